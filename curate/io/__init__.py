@@ -1,0 +1,1 @@
+"""Reading inputs into partitions of record batches, and writing Arrow shards."""

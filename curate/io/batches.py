@@ -1,0 +1,70 @@
+"""The record-batch shape every reader produces and every stage receives.
+
+Readers emit `id` and `text` as plain Arrow `string` (never `large_string` or
+`string_view`), followed by the metadata fields the recipe asked to keep, cast
+to the types it declared. Fixing the schema here is what lets every shard of a
+version share one schema, which `datasets.load_from_disk` requires.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+ID = "id"
+TEXT = "text"
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """Which input fields become the document's id, text and kept metadata."""
+
+    text_field: str = "text"
+    id_field: str | None = None
+    keep_fields: dict[str, pa.DataType] = field(default_factory=dict)
+
+    def schema(self) -> pa.Schema:
+        fields = [pa.field(ID, pa.string()), pa.field(TEXT, pa.string())]
+        fields += [pa.field(name, dtype) for name, dtype in self.keep_fields.items()]
+        return pa.schema(fields)
+
+
+@dataclass(frozen=True)
+class QuarantineRecord:
+    """A piece of input that could not become a document. Never holds the content itself."""
+
+    file: str
+    line: int | None
+    reason: str
+    nbytes: int = 0
+
+
+QUARANTINE_SCHEMA = pa.schema(
+    [
+        pa.field("file", pa.string()),
+        pa.field("line", pa.int64()),
+        pa.field("reason", pa.string()),
+        pa.field("bytes", pa.int64()),
+    ]
+)
+
+
+def quarantine_table(records: list[QuarantineRecord]) -> pa.Table:
+    return pa.table(
+        {
+            "file": [r.file for r in records],
+            "line": [r.line for r in records],
+            "reason": [r.reason for r in records],
+            "bytes": [r.nbytes for r in records],
+        },
+        schema=QUARANTINE_SCHEMA,
+    )
+
+
+@dataclass
+class ReadChunk:
+    """One batch of documents read from a partition, and what had to be set aside on the way."""
+
+    batch: pa.RecordBatch
+    quarantined: list[QuarantineRecord] = field(default_factory=list)
