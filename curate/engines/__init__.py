@@ -1,0 +1,1 @@
+"""Engines schedule stages over partitions; they know nothing of any particular stage."""

@@ -1,0 +1,249 @@
+"""The work of one partition in one pass, shared by every engine.
+
+A pass reads a partition (from the inputs in the first pass, from the previous
+pass's staged file after that), drops what the previous barrier decided, runs the
+segment's fused map stages, and then either summarizes for the next barrier while
+staging the surviving rows, or writes the final shards. It returns a small JSON
+record (counts, timings, files and their checksums) that is both the partition's
+completion marker and its fragment of the manifest.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
+from curate.io.partitions import Partition
+from curate.io.readers import read_partition
+from curate.io.shards import ShardWriter, read_stream, write_table
+from curate.stages.base import (
+    ORDER,
+    REJECTED_SCHEMA,
+    BarrierStage,
+    MapStage,
+    Stage,
+    StageCounts,
+)
+
+ORDER_SHIFT = 40
+"""`_order` = partition << 40 | row: a trillion rows per partition, a million partitions."""
+
+_READY: dict[str, Stage] = {}
+
+
+def ready(stage: Stage) -> Stage:
+    """The stage with `setup()` done, once per worker process for equal stage configurations."""
+    key = f"{type(stage).__module__}.{type(stage).__qualname__}:{stage.params.model_dump_json()}"
+    cached = _READY.get(key)
+    if cached is None:
+        stage.setup()
+        _READY[key] = cached = stage
+    return cached
+
+
+@dataclass
+class PassTask:
+    """Everything a worker needs to run one partition through one pass."""
+
+    pass_index: int
+    partition: Partition
+    staging: Path
+    maps: list[MapStage]
+    positions: list[int]  # each map stage's position in the recipe
+    fields: FieldSpec
+    on_error: str
+    previous: BarrierStage | None = None
+    previous_position: int = -1
+    barrier: BarrierStage | None = None
+    final_schema: pa.Schema | None = None
+    shard_bytes: int = 256 * 10**6
+    fsync: bool = True
+    file_mode: int = 0o640
+    write_rejected: bool = True
+    batch_bytes: int = 8 << 20
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def final(self) -> bool:
+        return self.barrier is None
+
+
+def pass_dir(staging: Path, pass_index: int) -> Path:
+    return staging / f"pass-{pass_index}"
+
+
+def record_path(staging: Path, pass_index: int, partition: int) -> Path:
+    return pass_dir(staging, pass_index) / f"part-{partition:05d}.json"
+
+
+def decision_path(staging: Path, pass_index: int, partition: int) -> Path:
+    return pass_dir(staging, pass_index) / f"decision-{partition:05d}.arrow"
+
+
+def _source_batches(task: PassTask, counts: dict[str, Any]) -> Any:
+    """Batches entering this pass, each with the hidden `_order` column."""
+    part = task.partition
+    if task.pass_index == 0:
+        row = 0
+        quarantined: list[QuarantineRecord] = []
+        for chunk in read_partition(
+            part, task.fields, on_error=task.on_error, batch_bytes=task.batch_bytes
+        ):
+            quarantined.extend(chunk.quarantined)
+            batch = chunk.batch
+            n = batch.num_rows
+            counts["read"] += n
+            if n == 0:
+                continue
+            order = (np.uint64(part.index) << np.uint64(ORDER_SHIFT)) + np.arange(
+                row, row + n, dtype=np.uint64
+            )
+            row += n
+            yield batch.append_column(ORDER, pa.array(order, pa.uint64()))
+        counts["quarantined"] = len(quarantined)
+        counts["quarantined_bytes"] = sum(q.nbytes for q in quarantined)
+        if quarantined:
+            path = pass_dir(task.staging, 0) / f"quarantine-{part.index:05d}.arrow"
+            info = write_table(path, quarantine_table(quarantined), fsync=task.fsync)
+            counts["files"]["quarantine"] = info.to_dict()
+        return
+    source = pass_dir(task.staging, task.pass_index - 1) / f"data-{part.index:05d}.arrow"
+    if source.exists():
+        yield from read_stream(source).to_batches()
+
+
+def run_pass_task(task: PassTask) -> dict[str, Any]:
+    """Run one partition through one pass and write its completion record."""
+    started = time.perf_counter()
+    part = task.partition
+    out_dir = pass_dir(task.staging, task.pass_index)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    record: dict[str, Any] = {
+        "partition": part.index,
+        "pass": task.pass_index,
+        "input": part.input.name,
+        "read": 0,
+        "quarantined": 0,
+        "quarantined_bytes": 0,
+        "stages": {},
+        "files": {},
+    }
+    maps = [ready(s) for s in task.maps]
+    counts = {pos: StageCounts() for pos in task.positions}
+    previous = ready(task.previous) if task.previous is not None else None
+    prev_counts = StageCounts()
+    drop_ids = _decision_ids(task)
+    rejected: list[pa.Table] = []
+
+    writer: ShardWriter | None = None
+    data_writer: pa.ipc.RecordBatchStreamWriter | None = None
+    summary_writer: pa.ipc.RecordBatchFileWriter | None = None
+    if task.final:
+        assert task.final_schema is not None
+        shards = task.staging / "out" / "shards"
+        shards.mkdir(parents=True, exist_ok=True)
+        writer = ShardWriter(
+            shards, part.index, task.final_schema, task.shard_bytes,
+            fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging / "out",
+        )  # fmt: skip
+
+    for batch in _source_batches(task, record):
+        if previous is not None and drop_ids is not None:
+            t = time.perf_counter()
+            result = previous.apply(batch, drop_ids[0])
+            prev_counts.docs_in += batch.num_rows
+            prev_counts.docs_out += result.batch.num_rows
+            removed = batch.num_rows - result.batch.num_rows
+            if removed:
+                prev_counts.removed.update(_reasons_for(batch, drop_ids[1]))
+            prev_counts.seconds += time.perf_counter() - t
+            batch = result.batch
+        for stage, pos in zip(maps, task.positions, strict=True):
+            if batch.num_rows == 0:
+                break
+            t = time.perf_counter()
+            result = stage.process(batch)
+            c = counts[pos]
+            c.docs_in += batch.num_rows
+            c.docs_out += result.batch.num_rows
+            c.changed += result.changed
+            if result.removed is not None and result.removed.num_rows:
+                c.removed.update(Counter(result.removed.column("reason").to_pylist()))
+                rejected.append(result.removed)
+            c.seconds += time.perf_counter() - t
+            batch = result.batch
+        if batch.num_rows == 0:
+            continue
+        if writer is not None:
+            writer.write(batch.drop_columns([ORDER]))
+            continue
+        assert task.barrier is not None
+        if data_writer is None:
+            data_writer = pa.ipc.new_stream(
+                str(out_dir / f"data-{part.index:05d}.arrow"), batch.schema
+            )
+        data_writer.write_batch(batch)
+        summary = task.barrier.summarize(batch)
+        if summary_writer is None:
+            summary_writer = pa.ipc.new_file(
+                str(out_dir / f"summary-{part.index:05d}.arrow"), summary.schema
+            )
+        summary_writer.write_batch(summary)
+
+    if writer is not None:
+        record["files"]["shards"] = [s.to_dict() for s in writer.close()]
+    for w in (data_writer, summary_writer):
+        if w is not None:
+            w.close()
+    if previous is not None and drop_ids is not None and len(drop_ids[0]):
+        rejected.insert(0, drop_ids[2])
+    if rejected and task.write_rejected:
+        table = pa.concat_tables(rejected).cast(REJECTED_SCHEMA)
+        path = out_dir / f"rejected-{part.index:05d}.arrow"
+        record["files"]["rejected"] = write_table(path, table, fsync=task.fsync).to_dict()
+    if previous is not None:
+        record["stages"][str(task.previous_position)] = prev_counts.to_dict()
+    for pos, c in counts.items():
+        record["stages"][str(pos)] = c.to_dict()
+    record["seconds"] = round(time.perf_counter() - started, 4)
+    _write_record(record_path(task.staging, task.pass_index, part.index), record, task.fsync)
+    return record
+
+
+def _decision_ids(task: PassTask) -> tuple[pa.Array, pa.Table, pa.Table] | None:
+    """The previous barrier's drops for this partition: ids, id->reason table, rejected rows."""
+    if task.previous is None:
+        return None
+    path = decision_path(task.staging, task.pass_index - 1, task.partition.index)
+    if not path.exists():
+        empty = pa.table({ID: pa.array([], pa.string())})
+        return pa.array([], pa.string()), empty, REJECTED_SCHEMA.empty_table()
+    table = read_stream(path)
+    rows = table.select(REJECTED_SCHEMA.names).cast(REJECTED_SCHEMA)
+    return table.column(ID).combine_chunks(), table.select([ID, "reason"]), rows
+
+
+def _reasons_for(batch: pa.RecordBatch, reasons: pa.Table) -> Counter[str]:
+    hit = pc.is_in(reasons.column(ID), value_set=batch.column(ID))
+    return Counter(reasons.filter(hit).column("reason").to_pylist())
+
+
+def _write_record(path: Path, record: dict[str, Any], fsync: bool) -> None:
+    """Atomically, so a record on disk always describes files that are complete."""
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1, sort_keys=True)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,155 @@
+"""Writing Arrow IPC stream shards, and the record each one leaves for the manifest.
+
+Shards are the IPC *stream* format because `datasets.Dataset.from_file` and
+`load_from_disk` memory-map only streams. Every shard of a version has the same
+schema (plain `string` and `list` types), which `load_from_disk` requires. The
+writer hashes bytes as they are written, so a shard's sha256 costs no second read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """What the manifest records about one shard."""
+
+    path: str
+    rows: int
+    bytes: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class _HashingFile:
+    """A writable file that keeps a running sha256 and byte count of what passes through."""
+
+    def __init__(self, path: Path, mode: int) -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        self._file = os.fdopen(fd, "wb", buffering=1 << 20)
+        self.sha = hashlib.sha256()
+        self.size = 0
+        self.closed = False
+
+    def write(self, data: bytes | memoryview) -> int:
+        self.sha.update(data)
+        self.size += len(data)
+        return self._file.write(data)
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self, fsync: bool = False) -> None:
+        if self.closed:
+            return
+        self._file.flush()
+        if fsync:
+            os.fsync(self._file.fileno())
+        self._file.close()
+        self.closed = True
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class ShardWriter:
+    """Writes one partition's documents into shards of about `target_bytes` each.
+
+    Shard names carry the partition index and a counter (`part-00003-00001.arrow`), so
+    the output never depends on how many workers ran or in which order they finished.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        partition: int,
+        schema: pa.Schema,
+        target_bytes: int,
+        *,
+        prefix: str = "part",
+        fsync: bool = True,
+        file_mode: int = 0o640,
+        relative_to: Path | None = None,
+    ) -> None:
+        self.folder = folder
+        self.partition = partition
+        self.schema = schema
+        self.target_bytes = target_bytes
+        self.prefix = prefix
+        self.fsync = fsync
+        self.file_mode = file_mode
+        self.relative_to = relative_to or folder
+        self.shards: list[ShardInfo] = []
+        self._file: _HashingFile | None = None
+        self._writer: pa.ipc.RecordBatchStreamWriter | None = None
+        self._path: Path | None = None
+        self._rows = 0
+
+    def _open(self) -> None:
+        name = f"{self.prefix}-{self.partition:05d}-{len(self.shards):05d}.arrow"
+        self._path = self.folder / name
+        self._file = _HashingFile(self._path, self.file_mode)
+        self._writer = pa.ipc.new_stream(self._file, self.schema)
+        self._rows = 0
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if batch.num_rows == 0:
+            return
+        if batch.schema != self.schema:
+            batch = batch.select(self.schema.names).cast(self.schema)
+        if self._writer is None:
+            self._open()
+        assert self._writer is not None and self._file is not None
+        self._writer.write_batch(batch)
+        self._rows += batch.num_rows
+        if self._file.size >= self.target_bytes:
+            self._close_current()
+
+    def _close_current(self) -> None:
+        if self._writer is None or self._file is None or self._path is None:
+            return
+        self._writer.close()
+        self._file.close(fsync=self.fsync)
+        rel = self._path.relative_to(self.relative_to).as_posix()
+        self.shards.append(ShardInfo(rel, self._rows, self._file.size, self._file.sha.hexdigest()))
+        self._writer = self._file = self._path = None
+
+    def close(self) -> list[ShardInfo]:
+        self._close_current()
+        return self.shards
+
+    def abort(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        self._writer = self._file = None
+
+
+def write_table(
+    path: Path, table: pa.Table, *, fsync: bool = True, file_mode: int = 0o640
+) -> ShardInfo:
+    """One whole table as one stream file (side outputs: rejected, quarantine)."""
+    f = _HashingFile(path, file_mode)
+    with pa.ipc.new_stream(f, table.schema) as writer:
+        writer.write_table(table)
+    f.close(fsync=fsync)
+    return ShardInfo(path.name, table.num_rows, f.size, f.sha.hexdigest())
+
+
+def read_stream(path: Path) -> pa.Table:
+    """A stream file memory-mapped and read without copying."""
+    with pa.memory_map(str(path)) as source:
+        return pa.ipc.open_stream(source).read_all()

@@ -1,0 +1,263 @@
+"""Recipes: YAML (safe loading only) into a typed, validated `Recipe`.
+
+Validation errors name the recipe file, the YAML path and its line
+(`recipe.yaml:7: stages[1].normalize.form: must be one of NFC, NFKC`), all of them at
+once, and are raised before anything is read or written. Stage parameters are
+validated by each stage's own `Params` model, the same models that generate
+`schemas/recipe.schema.json` and that the manifest records.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic_core import PydanticCustomError
+
+from curate.errors import CurateError
+from curate.sizes import ByteSize
+from curate.stages.base import Stage, StageParams
+from curate.stages.registry import resolve
+from curate.yaml_lines import format_loc, line_of
+
+FIELD_TYPES: dict[str, pa.DataType] = {
+    "string": pa.string(),
+    "int64": pa.int64(),
+    "int32": pa.int32(),
+    "float64": pa.float64(),
+    "float32": pa.float32(),
+    "bool": pa.bool_(),
+    "list<string>": pa.list_(pa.string()),
+}
+
+Problem = tuple[tuple[str | int, ...], str]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OutputSpec(_Strict):
+    """Where versions are written and how."""
+
+    root: str = Field("datasets", description="Folder holding <name>/vN; relative to the recipe.")
+    shard_size: ByteSize = Field(256 * 10**6, description="Target size of each Arrow shard.")
+    rejected: bool = Field(True, description="Write rejected/ with each removed document's id.")
+    fsync: bool = Field(True, description="fsync shards and manifest before publishing.")
+    file_mode: str = Field("0640", pattern=r"^0?[0-7]{3}$", description="Mode of files written.")
+    dir_mode: str = Field("0750", pattern=r"^0?[0-7]{3}$", description="Mode of folders written.")
+
+
+class EngineSpec(_Strict):
+    """How partitions are scheduled; never changes the output."""
+
+    kind: Literal["local", "ray"] = "local"
+    workers: int | None = Field(None, ge=1, description="Worker processes; default: CPU count.")
+    address: str | None = Field(None, description="Ray cluster address (kind: ray).")
+
+
+class StageSpec(BaseModel):
+    """One validated entry of a recipe's stage list."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, frozen=True)
+
+    name: str
+    params: StageParams
+
+    @property
+    def stage_class(self) -> type[Stage]:
+        return resolve(self.name)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {self.name: self.params.model_dump(mode="json")}
+
+
+def _pydantic_problems(exc: ValidationError, prefix: tuple[str | int, ...]) -> list[Problem]:
+    problems: list[Problem] = []
+    for err in exc.errors():
+        loc = prefix + tuple(err["loc"])
+        kind, ctx = err["type"], err.get("ctx") or {}
+        if kind == "stage_problems":
+            problems.extend(ctx["problems"])
+            continue
+        if kind == "literal_error":
+            expected = str(ctx.get("expected", "")).replace("'", "").replace(" or ", ", ")
+            msg = f"must be one of {expected}"
+        elif kind == "extra_forbidden":
+            msg = f"unknown key '{loc[-1]}'"
+        elif kind == "missing":
+            msg = "is required"
+        else:
+            msg = err["msg"]
+            msg = msg.removeprefix("Value error, ")
+            msg = msg[0].lower() + msg[1:] if msg else msg
+        problems.append((loc, msg))
+    return problems
+
+
+def _unknown_key_hint(
+    problems: list[Problem], models: dict[tuple[str | int, ...], type[BaseModel]]
+) -> list[Problem]:
+    out = []
+    for loc, msg in problems:
+        model = models.get(loc[:-1])
+        if msg.startswith("unknown key") and model is not None:
+            known = list(model.model_fields)
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            msg += f" (did you mean '{close[0]}'?)" if close else f"; known: {', '.join(known)}"
+        out.append((loc, msg))
+    return out
+
+
+def build_stage(entry: Any, index: int) -> StageSpec:
+    """A stage list entry (`{name: params}`, a StageSpec, or a Stage) as a StageSpec."""
+    if isinstance(entry, StageSpec):
+        return entry
+    if isinstance(entry, Stage):
+        return StageSpec(name=type(entry).name, params=entry.params)
+    loc: tuple[str | int, ...] = ("stages", index)
+    if not isinstance(entry, dict) or len(entry) != 1:
+        raise _StageProblems(
+            [(loc, "must be a mapping with one key, the stage name: {normalize: {form: NFC}}")]
+        )
+    name, params = next(iter(entry.items()))
+    try:
+        cls = resolve(str(name))
+    except CurateError as exc:
+        raise _StageProblems([(loc, str(exc))]) from None
+    if params is None:
+        params = {}
+    if isinstance(params, StageParams):
+        return StageSpec(name=str(name), params=params)
+    if not isinstance(params, dict):
+        raise _StageProblems([((*loc, name), "parameters must be a mapping")])
+    try:
+        return StageSpec(name=str(name), params=cls.Params.model_validate(params))
+    except ValidationError as exc:
+        problems = _pydantic_problems(exc, (*loc, name))
+        raise _StageProblems(_unknown_key_hint(problems, {(*loc, name): cls.Params})) from None
+
+
+class _StageProblems(ValueError):
+    def __init__(self, problems: list[Problem]) -> None:
+        super().__init__("; ".join(f"{format_loc(loc)}: {msg}" for loc, msg in problems))
+        self.problems = problems
+
+
+class Recipe(_Strict):
+    """A whole curation run: inputs, the ordered stages, where and how to write."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", description="Dataset name.")
+    inputs: list[str] = Field(min_length=1, description="Files, folders or globs, in order.")
+    text_field: str = Field("text", description="Input field holding the document text.")
+    id_field: str | None = Field(
+        None, description="Input field holding a stable id; derived when absent."
+    )
+    fields: dict[str, Literal[tuple(FIELD_TYPES)]] = Field(  # type: ignore[valid-type]
+        default_factory=dict, description="Metadata fields to keep, with their types."
+    )
+    on_error: Literal["quarantine", "fail"] = Field(
+        "quarantine", description="Bad records: set aside in quarantine/, or stop the run."
+    )
+    partition_size: ByteSize = Field(128 * 10**6, description="Target input bytes per partition.")
+    stages: list[StageSpec] = Field(default_factory=list, description="Stages, in order.")
+    output: OutputSpec = Field(default_factory=OutputSpec)
+    engine: EngineSpec = Field(default_factory=EngineSpec)
+
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    _source: str | None = PrivateAttr(default=None)
+
+    @field_validator("stages", mode="before")
+    @classmethod
+    def _stages(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
+        specs, problems = [], []
+        for i, entry in enumerate(value):
+            try:
+                specs.append(build_stage(entry, i))
+            except _StageProblems as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise PydanticCustomError(
+                "stage_problems",
+                "{message}",
+                {"problems": problems, "message": str(_StageProblems(problems))},
+            )
+        return specs
+
+    @property
+    def base_dir(self) -> Path:
+        return self._base_dir
+
+    @property
+    def source(self) -> str | None:
+        return self._source
+
+    def with_base_dir(self, base_dir: Path, source: str | None = None) -> Recipe:
+        self._base_dir = Path(base_dir).resolve()
+        self._source = source
+        return self
+
+    def output_root(self) -> Path:
+        return (self._base_dir / self.output.root).resolve()
+
+    def keep_fields(self) -> dict[str, pa.DataType]:
+        return {name: FIELD_TYPES[kind] for name, kind in self.fields.items()}
+
+    def resolved(self) -> dict[str, Any]:
+        """The recipe with all defaults filled in, as JSON-ready data (recorded in the manifest)."""
+        data = self.model_dump(mode="json", exclude={"stages"})
+        data["stages"] = [spec.to_dict() for spec in self.stages]
+        return data
+
+    @classmethod
+    def from_dict(
+        cls, data: Any, *, source: str = "<recipe>", base_dir: Path | None = None
+    ) -> Recipe:
+        return _validate(data, source, None, base_dir or Path.cwd())
+
+    @classmethod
+    def load(cls, path: str | Path) -> Recipe:
+        """Read and validate a recipe file; raise CurateError naming file, YAML path and line."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CurateError(f"recipe {path} does not exist") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CurateError(f"recipe {path} cannot be read: {exc}") from None
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            data = loader.construct_document(node) if node is not None else None
+        except yaml.MarkedYAMLError as exc:
+            mark = exc.problem_mark or exc.context_mark
+            line = f":{mark.line + 1}" if mark else ""
+            raise CurateError(f"{path}{line}: invalid YAML: {exc.problem or exc.context}") from None
+        finally:
+            loader.dispose()
+        return _validate(data, str(path), node, path.parent)
+
+
+def _validate(data: Any, source: str, node: yaml.Node | None, base_dir: Path) -> Recipe:
+    if not isinstance(data, dict):
+        raise CurateError(f"{source}: a recipe must be a mapping with name, inputs and stages")
+    try:
+        recipe = Recipe.model_validate(data)
+    except ValidationError as exc:
+        problems = _unknown_key_hint(
+            _pydantic_problems(exc, ()),
+            {(): Recipe, ("output",): OutputSpec, ("engine",): EngineSpec},
+        )
+        lines = []
+        for loc, msg in problems:
+            line = line_of(node, loc) if node is not None else None
+            where = f"{source}:{line}" if line else source
+            lines.append(f"{where}: {format_loc(loc)}: {msg}")
+        raise CurateError("\n".join(lines)) from None
+    return recipe.with_base_dir(base_dir, source)

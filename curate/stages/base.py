@@ -1,0 +1,218 @@
+"""The two stage contracts every engine runs: map stages and barrier stages.
+
+A map stage is a pure function of one record batch, so any engine may run it in
+any worker. A barrier stage must see every document before deciding; it splits
+into `summarize` (per batch, in the same pass as the map stages before it),
+`decide` (global, written against the engine's collective operations) and
+`apply` (per batch, joining the decision on the stable document id).
+
+Subclasses write one method: `process` for a map stage, `keep` for a filter,
+`summarize` and `decide` for a barrier. The base classes do the dropping and the
+counting once, so every stage reports the same counters the same way.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict
+
+from curate.io.batches import ID
+
+if TYPE_CHECKING:
+    from curate.engines.collective import Summaries
+
+ORDER = "_order"
+"""Hidden column: the document's position in input order (partition << 40 | row)."""
+
+REJECTED_SCHEMA = pa.schema(
+    [
+        pa.field("id", pa.string()),
+        pa.field("stage", pa.string()),
+        pa.field("reason", pa.string()),
+        pa.field("duplicate_of", pa.string()),
+        pa.field("similarity", pa.float32()),
+    ]
+)
+
+
+class StageParams(BaseModel):
+    """Parameters of a stage: typed, validated, and the source of the recipe schema."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class StageContext:
+    """What a stage may know about the run it is part of."""
+
+    text_field: str = "text"
+    position: int = 0
+
+
+@dataclass
+class StageResult:
+    """A processed batch, how many rows changed, and the rows removed with their reasons."""
+
+    batch: pa.RecordBatch
+    changed: int = 0
+    removed: pa.Table | None = None
+
+
+@dataclass
+class StageCounts:
+    """Counters every stage reports: documents in and out, changed, and removed by reason."""
+
+    docs_in: int = 0
+    docs_out: int = 0
+    changed: int = 0
+    removed: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+
+    def add(self, other: StageCounts) -> None:
+        self.docs_in += other.docs_in
+        self.docs_out += other.docs_out
+        self.changed += other.changed
+        self.removed.update(other.removed)
+        self.seconds += other.seconds
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "docs_in": self.docs_in,
+            "docs_out": self.docs_out,
+            "changed": self.changed,
+            "removed": dict(sorted(self.removed.items())),
+            "seconds": round(self.seconds, 4),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StageCounts:
+        return cls(
+            docs_in=data["docs_in"],
+            docs_out=data["docs_out"],
+            changed=data["changed"],
+            removed=Counter(data["removed"]),
+            seconds=data.get("seconds", 0.0),
+        )
+
+
+def rejected_table(
+    stage: str,
+    ids: pa.Array | list[str],
+    reasons: pa.Array | list[str],
+    duplicate_of: pa.Array | list[str | None] | None = None,
+    similarity: pa.Array | list[float | None] | None = None,
+) -> pa.Table:
+    """The `rejected/` side output rows for removed documents (ids and reasons, never text)."""
+    n = len(ids)
+    return pa.table(
+        {
+            "id": pa.array(ids, pa.string()),
+            "stage": pa.array([stage] * n, pa.string()),
+            "reason": pa.array(reasons, pa.string()),
+            "duplicate_of": pa.array(
+                duplicate_of if duplicate_of is not None else [None] * n, pa.string()
+            ),
+            "similarity": pa.array(
+                similarity if similarity is not None else [None] * n, pa.float32()
+            ),
+        },
+        schema=REJECTED_SCHEMA,
+    )
+
+
+class Stage(ABC):
+    """What every stage declares: its name, parameters, the columns it reads and writes."""
+
+    name: ClassVar[str]
+    Params: ClassVar[type[StageParams]]
+    reads: ClassVar[tuple[str, ...]] = ("text",)
+    writes: ClassVar[tuple[str, ...]] = ()
+    removes: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, params: StageParams, context: StageContext | None = None) -> None:
+        self.params = params
+        self.context = context or StageContext()
+
+    @property
+    def text_field(self) -> str:
+        return self.context.text_field
+
+    def columns_read(self) -> tuple[str, ...]:
+        return tuple(self.text_field if c == "text" else c for c in self.reads)
+
+    def setup(self) -> None:
+        """Build heavy objects once per worker (a tokenizer, an analyzer). Default: nothing."""
+        return None
+
+    def software(self) -> dict[str, str]:
+        """Versions of what this stage's output depends on; they enter the fingerprint."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """What the manifest records about this stage beyond its parameters."""
+        return {}
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        """The schema of batches this stage returns, given its input schema (default: unchanged).
+
+        Engines fold this over the plan before any data moves, so every shard of a version
+        gets one schema even when a partition ends up empty.
+        """
+        return schema
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Heavy objects built in setup() are named with a leading underscore and never shipped.
+        return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
+
+
+class MapStage(Stage):
+    """A pure function of one batch."""
+
+    @abstractmethod
+    def process(self, batch: pa.RecordBatch) -> StageResult: ...
+
+
+class FilterStage(MapStage):
+    """A map stage that only decides: the subclass says which rows to keep and why not."""
+
+    @abstractmethod
+    def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, list[str | None] | np.ndarray]:
+        """A boolean keep mask, and for each row a reason (used only where the mask is False)."""
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        mask, reasons = self.keep(batch)
+        mask = np.asarray(mask, dtype=bool)
+        if mask.all():
+            return StageResult(batch)
+        dropped = np.flatnonzero(~mask)
+        ids = pc.take(batch.column(ID), pa.array(dropped))
+        why = [reasons[i] or self.name for i in dropped]
+        return StageResult(
+            batch.filter(pa.array(mask)), removed=rejected_table(self.name, ids, why)
+        )
+
+
+class BarrierStage(Stage):
+    """A stage that must see every document before it can decide which to drop."""
+
+    @abstractmethod
+    def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """A compact keyed table for this batch; it must carry the `id` and `_order` columns."""
+
+    @abstractmethod
+    def decide(self, summaries: Summaries) -> pa.Table:
+        """The global step: the documents to drop, as `REJECTED_SCHEMA` rows plus `_order`."""
+
+    def apply(self, batch: pa.RecordBatch, drop_ids: pa.Array) -> StageResult:
+        """Drop the rows the decision names, joining on the stable id, never on position."""
+        if len(drop_ids) == 0 or batch.num_rows == 0:
+            return StageResult(batch)
+        hit = pc.is_in(batch.column(ID), value_set=drop_ids)
+        return StageResult(batch.filter(pc.invert(hit)))

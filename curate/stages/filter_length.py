@@ -1,0 +1,70 @@
+"""Dropping documents that are too short or too long, by characters or by words.
+
+Words are runs of non-whitespace as Unicode defines whitespace (pyarrow's
+`utf8_split_whitespace`), which is how Python's `str.split()` counts them too.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field, model_validator
+
+from curate.stages.base import FilterStage, StageParams
+
+
+class FilterLengthParams(StageParams):
+    min_chars: int | None = Field(None, ge=0, description="Drop documents with fewer characters.")
+    max_chars: int | None = Field(None, ge=0, description="Drop documents with more characters.")
+    min_words: int | None = Field(None, ge=0, description="Drop documents with fewer words.")
+    max_words: int | None = Field(None, ge=0, description="Drop documents with more words.")
+
+    @model_validator(mode="after")
+    def _ordered(self) -> FilterLengthParams:
+        for lo, hi in (("min_chars", "max_chars"), ("min_words", "max_words")):
+            a, b = getattr(self, lo), getattr(self, hi)
+            if a is not None and b is not None and a > b:
+                raise ValueError(f"{lo} ({a}) is greater than {hi} ({b})")
+        return self
+
+
+class FilterLength(FilterStage):
+    name = "filter_length"
+    Params = FilterLengthParams
+    reads = ("text",)
+
+    def software(self) -> dict[str, str]:
+        return {"pyarrow": pa.__version__}
+
+    def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+        p: FilterLengthParams = self.params  # type: ignore[assignment]
+        text = batch.column(batch.schema.get_field_index(self.text_field))
+        n = batch.num_rows
+        keep = np.ones(n, dtype=bool)
+        reasons = np.full(n, None, dtype=object)
+        checks: list[tuple[str, int | None, bool]] = [
+            ("too_few_chars", p.min_chars, True),
+            ("too_many_chars", p.max_chars, False),
+            ("too_few_words", p.min_words, True),
+            ("too_many_words", p.max_words, False),
+        ]
+        chars = words = None
+        for reason, bound, is_min in checks:
+            if bound is None:
+                continue
+            if "chars" in reason:
+                if chars is None:
+                    chars = pc.utf8_length(text).to_numpy(zero_copy_only=False)
+                values = chars
+            else:
+                if words is None:
+                    words = pc.list_value_length(pc.utf8_split_whitespace(text)).to_numpy(
+                        zero_copy_only=False
+                    )
+                values = words
+            bad = (values < bound) if is_min else (values > bound)
+            bad &= keep
+            reasons[bad] = reason
+            keep &= ~bad
+        return keep, reasons

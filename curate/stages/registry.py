@@ -1,0 +1,64 @@
+"""Finding stage classes by recipe name or by a user's dotted path, lazily.
+
+Importing curate must not import Presidio, Ray or a tokenizer library, so built-in
+stages are listed here by module path and imported only when a recipe names them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import importlib
+import inspect
+from typing import cast
+
+from curate.errors import CurateError
+from curate.stages.base import Stage
+
+BUILTIN: dict[str, str] = {
+    "normalize": "curate.stages.normalize:Normalize",
+    "filter_length": "curate.stages.filter_length:FilterLength",
+    "exact_dedup": "curate.stages.exact_dedup:ExactDedup",
+}
+
+
+def is_dotted_path(name: str) -> bool:
+    return "." in name or ":" in name
+
+
+def _import(target: str, shown: str) -> type[Stage]:
+    module_name, _, attr = target.partition(":") if ":" in target else target.rpartition(".")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CurateError(f"stage '{shown}': cannot import module '{module_name}': {exc}") from None
+    obj = getattr(module, attr, None)
+    if not (inspect.isclass(obj) and issubclass(obj, Stage)):
+        raise CurateError(
+            f"stage '{shown}': '{attr}' in '{module_name}' is not a curate Stage class"
+        )
+    return cast(type[Stage], obj)
+
+
+def resolve(name: str) -> type[Stage]:
+    """The stage class for a recipe name (`normalize`) or a dotted path (`mypkg.stages:MyStage`)."""
+    if name in BUILTIN:
+        return _import(BUILTIN[name], name)
+    if is_dotted_path(name):
+        return _import(name, name)
+    hint = difflib.get_close_matches(name, BUILTIN, n=1)
+    known = ", ".join(sorted(BUILTIN))
+    suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
+    raise CurateError(
+        f"unknown stage '{name}'{suggestion}; built-in stages: {known}; "
+        "or give a dotted path to your own Stage class, e.g. 'mypkg.stages:MyStage'"
+    )
+
+
+def source_hash(stage_cls: type[Stage]) -> str:
+    """sha256 of a user stage's module source: editing the stage's code changes the dataset."""
+    try:
+        source = inspect.getsource(inspect.getmodule(stage_cls) or stage_cls)
+    except (OSError, TypeError):
+        source = stage_cls.__qualname__
+    return hashlib.sha256(source.encode()).hexdigest()
