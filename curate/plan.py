@@ -24,6 +24,7 @@ class Segment:
 
 
 def make_plan(stages: list[Stage]) -> list[Segment]:
+    """Segments in order; the last one has no barrier and is the pass that writes the shards."""
     segments = [Segment()]
     for stage in stages:
         if isinstance(stage, BarrierStage):
@@ -33,8 +34,6 @@ def make_plan(stages: list[Stage]) -> list[Segment]:
             segments[-1].maps.append(stage)
         else:
             raise CurateError(f"stage '{stage.name}' is neither a map stage nor a barrier stage")
-    if len(segments) > 1 and not segments[-1].maps:
-        segments.pop()
     return segments
 
 

@@ -114,7 +114,9 @@ def _source_batches(task: PassTask, counts: dict[str, Any]) -> Any:
         counts["quarantined_bytes"] = sum(q.nbytes for q in quarantined)
         if quarantined:
             path = pass_dir(task.staging, 0) / f"quarantine-{part.index:05d}.arrow"
-            info = write_table(path, quarantine_table(quarantined), fsync=task.fsync)
+            info = write_table(
+                path, quarantine_table(quarantined), fsync=task.fsync, relative_to=task.staging
+            )
             counts["files"]["quarantine"] = info.to_dict()
         return
     source = pass_dir(task.staging, task.pass_index - 1) / f"data-{part.index:05d}.arrow"
@@ -154,7 +156,7 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
         shards.mkdir(parents=True, exist_ok=True)
         writer = ShardWriter(
             shards, part.index, task.final_schema, task.shard_bytes,
-            fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging / "out",
+            fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging,
         )  # fmt: skip
 
     for batch in _source_batches(task, record):
@@ -210,7 +212,8 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
     if rejected and task.write_rejected:
         table = pa.concat_tables(rejected).cast(REJECTED_SCHEMA)
         path = out_dir / f"rejected-{part.index:05d}.arrow"
-        record["files"]["rejected"] = write_table(path, table, fsync=task.fsync).to_dict()
+        info = write_table(path, table, fsync=task.fsync, relative_to=task.staging)
+        record["files"]["rejected"] = info.to_dict()
     if previous is not None:
         record["stages"][str(task.previous_position)] = prev_counts.to_dict()
     for pos, c in counts.items():

@@ -139,14 +139,20 @@ class ShardWriter:
 
 
 def write_table(
-    path: Path, table: pa.Table, *, fsync: bool = True, file_mode: int = 0o640
+    path: Path,
+    table: pa.Table,
+    *,
+    fsync: bool = True,
+    file_mode: int = 0o640,
+    relative_to: Path | None = None,
 ) -> ShardInfo:
     """One whole table as one stream file (side outputs: rejected, quarantine)."""
     f = _HashingFile(path, file_mode)
     with pa.ipc.new_stream(f, table.schema) as writer:
         writer.write_table(table)
     f.close(fsync=fsync)
-    return ShardInfo(path.name, table.num_rows, f.size, f.sha.hexdigest())
+    name = path.relative_to(relative_to).as_posix() if relative_to else path.name
+    return ShardInfo(name, table.num_rows, f.size, f.sha.hexdigest())
 
 
 def read_stream(path: Path) -> pa.Table:

@@ -1,0 +1,94 @@
+"""The `curate` command. Thin: parses options, calls the API, renders results and errors.
+
+A `CurateError` (a problem the user can fix) is printed as its message alone, with no
+traceback, and exits with status 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from curate.errors import CurateError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _user_errors(fn: F) -> F:
+    @wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CurateError as exc:
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(2)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.version_option(package_name="curate")
+@click.option("-v", "--verbose", count=True, help="More log output (-vv for debug).")
+def main(verbose: int) -> None:
+    """curate: raw text in, training-ready versioned Arrow datasets out."""
+    level = logging.WARNING - 10 * min(verbose, 2)
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+
+
+@main.command()
+@click.argument("recipe", type=click.Path(path_type=Path))
+@click.option("--workers", type=click.IntRange(min=1), help="Override engine.workers.")
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@_user_errors
+def run(recipe: Path, workers: int | None, quiet: bool) -> None:
+    """Build the dataset RECIPE describes, or say it is up to date."""
+    from curate.progress import StderrProgress
+    from curate.runner import no_progress
+    from curate.runner import run as run_recipe
+    from curate.summary import render_summary
+
+    version = run_recipe(
+        recipe, progress=no_progress if quiet else StderrProgress(), workers=workers
+    )
+    if version.up_to_date:
+        click.echo(f"{version.dataset} is up to date: {version.name} at {version.path}")
+        return
+    click.echo(f"wrote {version.dataset} {version.name} to {version.path}")
+    click.echo(render_summary(version))
+
+
+@main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@_user_errors
+def show(path: Path) -> None:
+    """Summarize a version (a version folder, or a dataset folder for its LATEST)."""
+    from curate.summary import render_summary
+    from curate.version import open as open_version
+
+    version = open_version(path)
+    click.echo(repr(version))
+    click.echo(render_summary(version))
+
+
+@main.command(name="schemas")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("schemas"), show_default=True)
+@click.option("--check", is_flag=True, help="Fail if the files on disk differ from the code.")
+@_user_errors
+def schemas_cmd(out: Path, check: bool) -> None:
+    """Write (or check) recipe.schema.json and manifest.schema.json from the code's models."""
+    from curate.schemas import write_schemas
+
+    stale = write_schemas(out, check=check)
+    if check and stale:
+        raise CurateError(f"stale schema files: {', '.join(stale)}; run `curate schemas`")
+    click.echo("schemas are up to date" if check else f"wrote schemas to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""What an engine is asked to do: the plan, the partitions, and where to stage results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from curate.engines.tasks import PassTask
+from curate.io.batches import FieldSpec
+from curate.io.partitions import Partition
+from curate.plan import Segment
+
+ProgressFn = Callable[[str, int, int], None]
+"""progress(phase, done, total): the CLI renders it; library code never prints."""
+
+
+def no_progress(phase: str, done: int, total: int) -> None:
+    return None
+
+
+@dataclass
+class Job:
+    staging: Path
+    segments: list[Segment]
+    positions: list[list[int]]  # recipe position of each map stage, per segment
+    barrier_positions: list[int]  # recipe position of each segment's barrier (-1: none)
+    partitions: list[Partition]
+    fields: FieldSpec
+    on_error: str
+    final_schema: pa.Schema
+    shard_bytes: int
+    fsync: bool = True
+    file_mode: int = 0o640
+    write_rejected: bool = True
+
+    def task(self, pass_index: int, partition: Partition) -> PassTask:
+        seg = self.segments[pass_index]
+        previous = self.segments[pass_index - 1].barrier if pass_index else None
+        return PassTask(
+            pass_index=pass_index,
+            partition=partition,
+            staging=self.staging,
+            maps=seg.maps,
+            positions=self.positions[pass_index],
+            fields=self.fields,
+            on_error=self.on_error,
+            previous=previous,
+            previous_position=self.barrier_positions[pass_index - 1] if pass_index else -1,
+            barrier=seg.barrier,
+            final_schema=self.final_schema,
+            shard_bytes=self.shard_bytes,
+            fsync=self.fsync,
+            file_mode=self.file_mode,
+            write_rejected=self.write_rejected,
+        )
+
+
+@dataclass
+class JobResult:
+    records: list[list[dict[str, Any]]]  # per pass, per partition (in partition order)
+    decisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # barrier position -> info

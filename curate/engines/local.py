@@ -1,0 +1,145 @@
+"""The local engine: partitions run in a pool of worker processes on this machine.
+
+With one worker everything runs in this process (easy to debug and profile). Results
+are gathered by partition index, so the output never depends on finishing order.
+A partition whose completion record is already in the staging folder (a previous,
+interrupted run of the same fingerprint) is not run again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing
+import time
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from curate.engines.job import Job, JobResult, ProgressFn, no_progress
+from curate.engines.local_collective import LocalSummaries
+from curate.engines.tasks import (
+    ORDER_SHIFT,
+    PassTask,
+    decision_path,
+    pass_dir,
+    record_path,
+    run_pass_task,
+)
+from curate.io.shards import write_table
+from curate.stages.base import ORDER, BarrierStage
+
+log = logging.getLogger(__name__)
+
+
+def _worker_init() -> None:
+    # One process per core already: keep Arrow's own pools from oversubscribing.
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+
+
+def _completed(task: PassTask) -> dict[str, Any] | None:
+    """The partition's record when a previous run finished it and its files are intact."""
+    path = record_path(task.staging, task.pass_index, task.partition.index)
+    if not path.exists():
+        return None
+    record: dict[str, Any] = json.loads(path.read_text())
+    files = [*record["files"].get("shards", [])]
+    files += [record["files"][k] for k in ("rejected", "quarantine") if k in record["files"]]
+    for info in files:
+        p = task.staging / info["path"]
+        if not p.exists() or p.stat().st_size != info["bytes"]:
+            return None
+    return record
+
+
+class LocalEngine:
+    kind = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        self.workers = max(1, workers)
+
+    def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
+        result = JobResult(records=[])
+        pool: Executor | None = None
+        if self.workers > 1 and len(job.partitions) > 1:
+            ctx = multiprocessing.get_context("spawn")
+            pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+        try:
+            for k, segment in enumerate(job.segments):
+                tasks = [job.task(k, part) for part in job.partitions]
+                result.records.append(self._run_pass(tasks, pool, f"pass {k + 1}", progress))
+                if segment.barrier is not None:
+                    info = self._decide(job, k, segment.barrier, progress)
+                    result.decisions[job.barrier_positions[k]] = info
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+        return result
+
+    def _run_pass(
+        self, tasks: list[PassTask], pool: Executor | None, phase: str, progress: ProgressFn
+    ) -> list[dict[str, Any]]:
+        records: dict[int, dict[str, Any]] = {}
+        todo = []
+        for task in tasks:
+            done = _completed(task)
+            if done is not None:
+                records[task.partition.index] = done
+            else:
+                todo.append(task)
+        if len(records):
+            log.info("%s: reusing %d completed partitions", phase, len(records))
+        total = len(tasks)
+        progress(phase, len(records), total)
+        if pool is None:
+            for task in todo:
+                records[task.partition.index] = run_pass_task(task)
+                progress(phase, len(records), total)
+        else:
+            futures = [pool.submit(run_pass_task, task) for task in todo]
+            for future in as_completed(futures):
+                record = future.result()
+                records[record["partition"]] = record
+                progress(phase, len(records), total)
+        return [records[t.partition.index] for t in tasks]
+
+    def _decide(
+        self, job: Job, k: int, barrier: BarrierStage, progress: ProgressFn
+    ) -> dict[str, Any]:
+        folder = pass_dir(job.staging, k)
+        marker = folder / "decision.json"
+        if marker.exists():
+            info: dict[str, Any] = json.loads(marker.read_text())
+            return info
+        progress(f"{barrier.name}: deciding", 0, 1)
+        started = time.perf_counter()
+        summaries = LocalSummaries(sorted(folder.glob("summary-*.arrow")))
+        decision = barrier.decide(summaries)
+        for stale in folder.glob("decision-*.arrow"):
+            stale.unlink()
+        _split_by_partition(decision, job.staging, k, job.fsync)
+        info = {
+            "summary_rows": summaries.count(),
+            "dropped": decision.num_rows,
+            "seconds": round(time.perf_counter() - started, 4),
+        }
+        marker.write_text(json.dumps(info))
+        progress(f"{barrier.name}: deciding", 1, 1)
+        return info
+
+
+def _split_by_partition(decision: pa.Table, staging: Path, k: int, fsync: bool) -> None:
+    """One decision file per partition, so each worker reads only the drops that concern it."""
+    if decision.num_rows == 0:
+        return
+    decision = decision.sort_by(ORDER)
+    parts = decision.column(ORDER).to_numpy() >> np.uint64(ORDER_SHIFT)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
+    ends = np.concatenate([starts[1:], [len(parts)]])
+    for start, end in zip(starts, ends, strict=True):
+        piece = decision.slice(int(start), int(end - start))
+        write_table(decision_path(staging, k, int(parts[start])), piece, fsync=fsync)

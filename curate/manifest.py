@@ -1,0 +1,102 @@
+"""The manifest: one JSON document per version that explains how it was made.
+
+The models here are the single source of `schemas/manifest.schema.json`. The
+manifest never holds document text or detected personal data: only ids, counts,
+parameters, checksums and versions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from curate.errors import CurateError
+
+FORMAT_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputRecord(_Model):
+    name: str = Field(description="The input as ids and messages name it.")
+    path: str
+    format: str
+    size: int
+    mtime_ns: int
+    content_hash: str = Field(description="xxh3_128 of the file's bytes (folders: of its files).")
+    documents: int = Field(description="Documents read from this input.")
+    quarantined: int = Field(0, description="Records of this input set aside as unreadable.")
+    partitions: int
+
+
+class StageRecord(_Model):
+    position: int
+    name: str
+    kind: str = Field(description="map or barrier")
+    params: dict[str, Any]
+    docs_in: int
+    docs_out: int
+    changed: int
+    removed: dict[str, int]
+    seconds: float = Field(description="Worker seconds summed over partitions.")
+    software: dict[str, str]
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class FileRecord(_Model):
+    path: str = Field(description="Relative to the version folder.")
+    rows: int
+    bytes: int
+    sha256: str
+
+
+class Counts(_Model):
+    read: int = Field(description="Records met in the inputs: documents plus quarantined.")
+    documents: int = Field(description="Records that became documents.")
+    written: int
+    removed: dict[str, dict[str, int]] = Field(description="stage label -> reason -> count")
+    removed_total: int
+    quarantined: int
+    quarantined_bytes: int = 0
+
+
+class Manifest(_Model):
+    format_version: int = FORMAT_VERSION
+    dataset: str
+    version: str
+    fingerprint: str
+    parents: list[str] = Field(
+        default_factory=list, description="Curate versions this one was read from."
+    )
+    recipe: dict[str, Any]
+    recipe_path: str | None
+    inputs: list[InputRecord]
+    stages: list[StageRecord]
+    schema_: list[dict[str, str]] = Field(alias="schema")
+    shards: list[FileRecord]
+    rejected: list[FileRecord]
+    quarantine: list[FileRecord]
+    counts: Counts
+    software: dict[str, str]
+    host: dict[str, Any]
+    engine: dict[str, Any]
+    timings: dict[str, float]
+    started: str
+    finished: str
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+def reconcile(counts: Counts) -> None:
+    """Every record is accounted for, or the version is not published."""
+    if counts.read != counts.written + counts.removed_total + counts.quarantined:
+        raise CurateError(
+            f"internal accounting error: read {counts.read} != written {counts.written} "
+            f"+ removed {counts.removed_total} + quarantined {counts.quarantined}; "
+            "nothing was published"
+        )
+    if counts.documents != counts.read - counts.quarantined:
+        raise CurateError("internal accounting error: documents != read - quarantined")

@@ -1,0 +1,152 @@
+"""Versions on disk: staging folders, locks, atomic publish, and finding a version by fingerprint.
+
+```
+<root>/<name>/
+  v1/ v2/ ...          published versions: immutable, read-only
+  LATEST               names the newest published version
+  .index/<fingerprint> names the version built from that fingerprint
+  .staging-<fp>/       a run in progress (its completed partitions survive a crash)
+  .lock-<fp>           held by the process building that fingerprint
+```
+A version becomes visible only by `rename(2)` of a complete folder, and `LATEST` is
+replaced atomically, so a reader never sees a half-written version.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+from curate.errors import CurateError
+from curate.io.shards import fsync_dir
+
+_VERSION = re.compile(r"^v(\d+)$")
+
+
+def write_atomic(path: Path, text: str, *, mode: int = 0o640, fsync: bool = True) -> None:
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class Store:
+    """The versions of one dataset under an output root."""
+
+    def __init__(self, root: Path, name: str, *, dir_mode: int = 0o750, file_mode: int = 0o640):
+        self.root = Path(root)
+        self.name = name
+        self.path = self.root / name
+        self.dir_mode = dir_mode
+        self.file_mode = file_mode
+
+    # -- reading -------------------------------------------------------------------------
+    def versions(self) -> list[str]:
+        if not self.path.is_dir():
+            return []
+        found = [p.name for p in self.path.iterdir() if _VERSION.match(p.name) and p.is_dir()]
+        return sorted(found, key=lambda v: int(v[1:]))
+
+    def latest(self) -> str | None:
+        try:
+            return (self.path / "LATEST").read_text().strip() or None
+        except FileNotFoundError:
+            return None
+
+    def find(self, fingerprint: str) -> Path | None:
+        """The published version built from this fingerprint, if there is one (no scanning)."""
+        try:
+            version = (self.path / ".index" / fingerprint).read_text().strip()
+        except FileNotFoundError:
+            return None
+        folder = self.path / version
+        return folder if (folder / "manifest.json").is_file() else None
+
+    # -- building ------------------------------------------------------------------------
+    def ensure(self) -> None:
+        try:
+            self._mkdir(self.root)
+            self._mkdir(self.path)
+        except OSError as exc:
+            raise CurateError(f"cannot create output folder {self.path}: {exc.strerror}") from None
+
+    def _mkdir(self, path: Path) -> None:
+        if not path.is_dir():
+            path.mkdir(parents=True, exist_ok=True)
+            os.chmod(path, self.dir_mode)
+
+    def staging(self, fingerprint: str) -> Path:
+        return self.path / f".staging-{fingerprint[:20]}"
+
+    @contextlib.contextmanager
+    def lock(self, fingerprint: str) -> Iterator[None]:
+        """One builder per fingerprint; other callers wait here, then find the version built."""
+        with self._flock(self.path / f".lock-{fingerprint[:20]}"):
+            yield
+
+    @contextlib.contextmanager
+    def _flock(self, path: Path) -> Iterator[None]:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def next_version(self) -> str:
+        numbers = [int(v[1:]) for v in self.versions()]
+        return f"v{max(numbers, default=0) + 1}"
+
+    @contextlib.contextmanager
+    def publishing(self) -> Iterator[str]:
+        """Hold the dataset's publish lock and yield the name the next version will get."""
+        with self._flock(self.path / ".publish.lock"):
+            yield self.next_version()
+
+    def publish(self, folder: Path, version: str, fingerprint: str, *, fsync: bool = True) -> Path:
+        """Make a complete folder visible as `version` (call inside `publishing()`)."""
+        target = self.path / version
+        read_only_dir, read_only_file = self.dir_mode & ~0o222, self.file_mode & ~0o222
+        _seal(folder, read_only_dir, read_only_file)
+        if fsync:
+            fsync_dir(folder)
+        os.rename(folder, target)
+        os.chmod(target, read_only_dir)  # after the move: moving a folder needs it writable
+        index = self.path / ".index"
+        self._mkdir(index)
+        write_atomic(index / fingerprint, version + "\n", mode=self.file_mode, fsync=fsync)
+        write_atomic(self.path / "LATEST", version + "\n", mode=self.file_mode, fsync=fsync)
+        if fsync:
+            fsync_dir(self.path)
+        return target
+
+    def discard(self, folder: Path) -> None:
+        if folder.exists():
+            _unseal(folder)
+            shutil.rmtree(folder)
+
+
+def _seal(folder: Path, dir_mode: int, file_mode: int) -> None:
+    """Published versions are read-only: a trainer's tools must not write into them."""
+    for dirpath, _dirnames, filenames in os.walk(folder, topdown=False):
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), file_mode)
+        if Path(dirpath) != folder:
+            os.chmod(dirpath, dir_mode)
+
+
+def _unseal(folder: Path) -> None:
+    for dirpath, _dirnames, _filenames in os.walk(folder):
+        os.chmod(dirpath, 0o750)

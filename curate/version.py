@@ -1,0 +1,175 @@
+"""A published version: its manifest, and memory-mapped readers for Arrow, polars and datasets.
+
+Readers never write into a version folder. `to_dataset()` opens the shards through a
+view folder of symlinks under curate's cache, so the cache files `datasets` writes
+beside its source files on `.map()` land in the view, never in the version.
+"""
+
+from __future__ import annotations
+
+import builtins
+import html
+import json
+import os
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from curate.errors import CurateError
+from curate.io.shards import read_stream
+from curate.sizes import format_size
+
+if TYPE_CHECKING:
+    import datasets
+    import polars as pl
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("CURATE_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "curate"
+    )
+    return Path(base)
+
+
+class Version:
+    """One immutable, published version of a dataset."""
+
+    def __init__(self, path: str | Path, *, up_to_date: bool = False) -> None:
+        self.path = Path(path).resolve()
+        if not (self.path / "manifest.json").is_file():
+            raise CurateError(f"{self.path} is not a curate version (no manifest.json)")
+        self.up_to_date = up_to_date
+
+    @cached_property
+    def manifest(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads((self.path / "manifest.json").read_text())
+        return data
+
+    @property
+    def name(self) -> str:
+        return str(self.manifest["version"])
+
+    @property
+    def dataset(self) -> str:
+        return str(self.manifest["dataset"])
+
+    @property
+    def fingerprint(self) -> str:
+        return str(self.manifest["fingerprint"])
+
+    @property
+    def counts(self) -> dict[str, Any]:
+        return dict(self.manifest["counts"])
+
+    @property
+    def shard_paths(self) -> list[Path]:
+        return [self.path / s["path"] for s in self.manifest["shards"]]
+
+    def schema(self) -> pa.Schema:
+        with pa.memory_map(str(self.shard_paths[0])) as source:
+            return pa.ipc.open_stream(source).schema
+
+    def to_arrow(self) -> pa.Table:
+        """All shards as one table, memory-mapped (no copy of the data)."""
+        tables = [read_stream(p) for p in self.shard_paths]
+        if not tables:
+            return self.schema().empty_table()
+        return pa.concat_tables(tables)
+
+    def to_polars(self) -> pl.DataFrame:
+        """A polars DataFrame over the memory-mapped table (polars copies strings into its own
+        string views; numeric columns stay zero-copy)."""
+        import polars as pl
+
+        frame = pl.from_arrow(self.to_arrow(), rechunk=False)
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+    def rejected(self) -> pa.Table:
+        return _concat([read_stream(self.path / f["path"]) for f in self.manifest["rejected"]])
+
+    def quarantined(self) -> pa.Table:
+        return _concat([read_stream(self.path / f["path"]) for f in self.manifest["quarantine"]])
+
+    def view_folder(self) -> Path:
+        """A folder of symlinks to this version's files, where `datasets` may write its caches."""
+        view = cache_dir() / "views" / f"{self.dataset}-{self.name}-{self.fingerprint[:12]}"
+        marker = view / "state.json"
+        if not marker.exists():
+            tmp = view.with_name(view.name + f".tmp-{os.getpid()}")
+            for shard in self.manifest["shards"]:
+                link = tmp / shard["path"]
+                link.parent.mkdir(parents=True, exist_ok=True)
+                link.symlink_to(self.path / shard["path"])
+            for name in ("dataset_info.json", "state.json"):
+                (tmp / name).symlink_to(self.path / name)
+            try:
+                os.rename(tmp, view)
+            except OSError:  # another process made the same view first
+                import shutil
+
+                shutil.rmtree(tmp, ignore_errors=True)
+        return view
+
+    def to_dataset(self) -> datasets.Dataset:
+        """A memory-mapped `datasets.Dataset`; `.map()` caches go to curate's cache folder."""
+        import datasets
+
+        ds = datasets.load_from_disk(str(self.view_folder()))
+        assert isinstance(ds, datasets.Dataset)
+        return ds
+
+    def summary(self) -> list[tuple[str, int, int, dict[str, int], float]]:
+        return [
+            (s["name"], s["docs_in"], s["docs_out"], s["removed"], s["seconds"])
+            for s in self.manifest["stages"]
+        ]
+
+    def __repr__(self) -> str:
+        c = self.counts
+        return (
+            f"Version({self.dataset} {self.name}, {c['written']:,} documents written of "
+            f"{c['read']:,} read, fingerprint {self.fingerprint[:12]}, path={str(self.path)!r})"
+        )
+
+    def _repr_html_(self) -> str:
+        c = self.counts
+        size = sum(s["bytes"] for s in self.manifest["shards"])
+        rows = "".join(
+            f"<tr><td>{html.escape(name)}</td><td>{n_in:,}</td><td>{n_out:,}</td>"
+            f"<td>{html.escape(', '.join(f'{k}: {v:,}' for k, v in removed.items()) or '-')}</td>"
+            f"<td>{secs:.2f}</td></tr>"
+            for name, n_in, n_out, removed, secs in self.summary()
+        )
+        return (
+            f"<div><b>{html.escape(self.dataset)} {html.escape(self.name)}</b> "
+            f"<code>{html.escape(str(self.path))}</code><br>"
+            f"{c['written']:,} documents in {len(self.manifest['shards'])} shards "
+            f"({format_size(size)}); read {c['read']:,}, removed {c['removed_total']:,}, "
+            f"quarantined {c['quarantined']:,}; fingerprint <code>{self.fingerprint[:12]}</code>"
+            "<table><tr><th>stage</th><th>in</th><th>out</th><th>removed</th><th>s</th></tr>"
+            f"{rows}</table></div>"
+        )
+
+
+def _concat(tables: builtins.list[pa.Table]) -> pa.Table:
+    if not tables:
+        from curate.stages.base import REJECTED_SCHEMA
+
+        return REJECTED_SCHEMA.empty_table()
+    return pa.concat_tables(tables)
+
+
+def open(path: str | Path, version: str = "LATEST") -> Version:
+    """A version by its folder, or a dataset folder (`<root>/<name>`) and a version name."""
+    path = Path(path)
+    if (path / "manifest.json").is_file():
+        return Version(path)
+    if version == "LATEST":
+        try:
+            version = (path / "LATEST").read_text().strip()
+        except FileNotFoundError:
+            raise CurateError(f"{path} has no published version (no LATEST file)") from None
+    return Version(path / version)
