@@ -117,7 +117,7 @@ class LocalEngine:
             return info
         progress(f"{barrier.name}: deciding", 0, 1)
         started = time.perf_counter()
-        summaries = LocalSummaries(sorted(folder.glob("summary-*.arrow")))
+        summaries = LocalSummaries.from_files(list(folder.glob("summary-*.arrow")))
         decision = barrier.decide(summaries)
         for stale in folder.glob("decision-*.arrow"):
             stale.unlink()

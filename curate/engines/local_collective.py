@@ -12,18 +12,25 @@ from curate.stages.base import ORDER
 
 
 class LocalSummaries(Summaries):
-    """Summary rows spilled by each partition as Arrow IPC files, scanned lazily by polars."""
+    """Summary rows held by this process: Arrow IPC files spilled by each partition, scanned
+    lazily by polars, or in-memory tables (for `Pipeline.process` on small data)."""
 
-    def __init__(self, files: list[Path]) -> None:
-        self.files = sorted(files)
+    def __init__(self, frames: list[pl.LazyFrame]) -> None:
+        self.frames = frames
+
+    @classmethod
+    def from_files(cls, files: list[Path]) -> LocalSummaries:
+        return cls([pl.scan_ipc(f, memory_map=True) for f in sorted(files)])
+
+    @classmethod
+    def from_tables(cls, tables: list[pa.Table | pa.RecordBatch]) -> LocalSummaries:
+        return cls([pl.from_arrow(t).lazy() for t in tables if t.num_rows])  # type: ignore[union-attr]
 
     def _scan(self) -> pl.LazyFrame:
-        if not self.files:
-            return pl.LazyFrame()
-        return pl.concat([pl.scan_ipc(f, memory_map=True) for f in self.files])
+        return pl.concat(self.frames)
 
     def count(self) -> int:
-        if not self.files:
+        if not self.frames:
             return 0
         return int(self._scan().select(pl.len()).collect().item())
 
@@ -35,7 +42,7 @@ class LocalSummaries(Summaries):
                 "first_id": pa.array([], pa.string()),
             }
         )
-        if not self.files:
+        if not self.frames:
             return empty
         rows = self._scan().select(key, "id", ORDER)
         firsts = rows.group_by(key).agg(

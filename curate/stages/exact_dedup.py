@@ -36,7 +36,7 @@ class ExactDedup(BarrierStage):
     def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         texts = batch.column(batch.schema.get_field_index(self.text_field)).to_pylist()
         digest = xxhash.xxh3_128_digest
-        digests = pa.array([digest(t) for t in texts], pa.binary(16))
+        digests = pa.array([digest(t.encode()) for t in texts], pa.binary(16))
         return pa.record_batch(
             [batch.column(ID), batch.column(ORDER), digests], names=[ID, ORDER, DIGEST]
         )

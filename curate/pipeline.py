@@ -1,0 +1,127 @@
+"""Composing stages in code, for notebooks and quick experiments without YAML.
+
+```python
+from curate import Pipeline
+p = Pipeline().add("normalize", form="NFKC").add("exact_dedup")
+result = p.process([{"text": "a"}, {"text": "a"}])   # in memory, one process
+result.table, result.rejected, result.counts
+version = p.run(["data/*.jsonl"], name="demo", root="datasets")   # a real, published version
+```
+`process` runs the same stage objects the engines run, barriers included, on data
+small enough to hold in memory; `run` builds a Recipe and goes through `curate.run`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from curate.engines.local_collective import LocalSummaries
+from curate.io.batches import ID
+from curate.plan import make_plan
+from curate.recipe import Recipe, build_stage
+from curate.stages.base import ORDER, REJECTED_SCHEMA, Stage, StageContext, StageCounts
+from curate.version import Version
+
+
+@dataclass
+class PipelineResult:
+    table: pa.Table
+    rejected: pa.Table
+    counts: dict[str, StageCounts] = field(default_factory=dict)
+
+    def __repr__(self) -> str:
+        parts = ", ".join(f"{name}: {c.docs_in}->{c.docs_out}" for name, c in self.counts.items())
+        return f"PipelineResult({self.table.num_rows} rows; {parts})"
+
+
+class Pipeline:
+    """An ordered list of stages, built in code."""
+
+    def __init__(self, stages: Iterable[Mapping[str, Any]] = (), *, text_field: str = "text"):
+        self.text_field = text_field
+        self.entries: list[dict[str, Any]] = [dict(e) for e in stages]
+
+    def add(self, stage: str, **params: Any) -> Pipeline:
+        """Append a stage by recipe name or dotted path; returns the pipeline for chaining."""
+        self.entries.append({stage: params})
+        return self
+
+    def stages(self) -> list[Stage]:
+        specs = [build_stage(entry, i) for i, entry in enumerate(self.entries)]
+        return [
+            spec.stage_class(spec.params, StageContext(self.text_field, i))
+            for i, spec in enumerate(specs)
+        ]
+
+    def process(self, data: pa.Table | Iterable[Mapping[str, Any]]) -> PipelineResult:
+        """Run every stage over in-memory data and return what remains and what was removed."""
+        table = data if isinstance(data, pa.Table) else pa.Table.from_pylist(list(data))
+        if ID not in table.column_names:
+            table = table.append_column(ID, pa.array([str(i) for i in range(table.num_rows)]))
+        table = table.append_column(ORDER, pa.array(np.arange(table.num_rows, dtype=np.uint64)))
+        stages = self.stages()
+        for s in stages:
+            s.setup()
+        counts = {f"{i}:{s.name}": StageCounts() for i, s in enumerate(stages)}
+        labels = {id(s): f"{i}:{s.name}" for i, s in enumerate(stages)}
+        rejected: list[pa.Table] = []
+        for segment in make_plan(stages):
+            batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
+            if batch is None:
+                break
+            for stage in segment.maps:
+                result = stage.process(batch)
+                c = counts[labels[id(stage)]]
+                c.docs_in, c.docs_out, c.changed = (
+                    batch.num_rows,
+                    result.batch.num_rows,
+                    result.changed,
+                )
+                if result.removed is not None:
+                    c.removed.update(result.removed.column("reason").to_pylist())
+                    rejected.append(result.removed)
+                batch = result.batch
+            if segment.barrier is not None:
+                b = segment.barrier
+                decision = b.decide(LocalSummaries.from_tables([b.summarize(batch)]))
+                kept = b.apply(batch, decision.column(ID)).batch
+                c = counts[labels[id(b)]]
+                c.docs_in, c.docs_out = batch.num_rows, kept.num_rows
+                c.removed.update(decision.column("reason").to_pylist())
+                rejected.append(decision.select(REJECTED_SCHEMA.names))
+                batch = kept
+            table = pa.Table.from_batches([batch])
+        table = table.drop_columns([ORDER])
+        rej = (
+            pa.concat_tables(rejected).cast(REJECTED_SCHEMA)
+            if rejected
+            else REJECTED_SCHEMA.empty_table()
+        )
+        return PipelineResult(table, rej, counts)
+
+    def recipe(
+        self, inputs: list[str], *, name: str, root: str | Path = "datasets", **extra: Any
+    ) -> Recipe:
+        data = {
+            "name": name,
+            "inputs": inputs,
+            "text_field": self.text_field,
+            "stages": self.entries,
+        }
+        data["output"] = {"root": str(root), **extra.pop("output", {})}
+        data.update(extra)
+        return Recipe.from_dict(data, source="<pipeline>")
+
+    def run(
+        self, inputs: list[str], *, name: str, root: str | Path = "datasets", **extra: Any
+    ) -> Version:
+        """Build (or find) a published version from files on disk, like `curate run`."""
+        from curate.runner import run
+
+        return run(self.recipe(inputs, name=name, root=root, **extra))
