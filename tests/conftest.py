@@ -1,0 +1,56 @@
+"""Shared fixtures: small corpora written to tmp folders, and recipes pointing at them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        for r in records:
+            f.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return path
+
+
+def write_recipe(folder: Path, **overrides: Any) -> Path:
+    recipe: dict[str, Any] = {
+        "name": "t",
+        "inputs": ["data/*.jsonl"],
+        "id_field": "id",
+        "stages": [{"normalize": {}}, {"exact_dedup": {}}],
+        "output": {"root": "out", "fsync": False},
+        "engine": {"workers": 1},
+    }
+    recipe.update(overrides)
+    path = folder / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path
+
+
+def corpus(n: int, *, dup_every: int = 5, prefix: str = "d") -> list[dict[str, Any]]:
+    """n documents of varied text; every `dup_every`-th repeats an earlier one."""
+    out = []
+    for i in range(n):
+        if dup_every and i % dup_every == dup_every - 1:
+            text = out[i // 2]["text"]
+        else:
+            text = f"Document {i} says: " + " ".join(f"w{(i * 7 + k) % 97}" for k in range(5 + i % 13))
+        out.append({"id": f"{prefix}{i}", "text": text})
+    return out
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A folder with data/a.jsonl and data/b.jsonl (with duplicates across them)."""
+    docs = corpus(60)
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs[:30])
+    write_jsonl(tmp_path / "data" / "b.jsonl", docs[30:])
+    return tmp_path

@@ -1,0 +1,90 @@
+"""Recipes: safe YAML, defaults filled in, and errors that name file, YAML path and line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from curate.errors import CurateError
+from curate.recipe import Recipe
+
+
+def load(tmp_path: Path, text: str) -> Recipe:
+    path = tmp_path / "recipe.yaml"
+    path.write_text(text)
+    return Recipe.load(path)
+
+
+def error(tmp_path: Path, text: str) -> str:
+    with pytest.raises(CurateError) as exc:
+        load(tmp_path, text)
+    return str(exc.value)
+
+
+def test_minimal_recipe_gets_defaults(tmp_path: Path) -> None:
+    r = load(tmp_path, "name: x\ninputs: [a.jsonl]\nstages:\n  - normalize:\n  - exact_dedup: {}\n")
+    resolved = r.resolved()
+    assert resolved["stages"][0]["normalize"]["form"] == "NFC"
+    assert resolved["output"]["shard_size"] == 256_000_000
+    assert resolved["engine"]["kind"] == "local"
+    assert r.base_dir == tmp_path.resolve()
+
+
+def test_sizes_accept_units(tmp_path: Path) -> None:
+    r = load(tmp_path, "name: x\ninputs: [a]\noutput: {shard_size: 1.5GiB}\npartition_size: 64MB\n")
+    assert r.output.shard_size == int(1.5 * 2**30)
+    assert r.partition_size == 64_000_000
+
+
+def test_bad_enum_names_file_line_and_path(tmp_path: Path) -> None:
+    msg = error(tmp_path, "name: x\ninputs: [a]\nstages:\n  - normalize: {}\n  - normalize:\n      form: NFX\n")
+    assert f"{tmp_path / 'recipe.yaml'}:6: stages[1].normalize.form: must be one of NFC, NFKC" in msg
+
+
+def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
+    msg = error(
+        tmp_path,
+        "name: x\ninputs: [a]\nstages:\n  - normalise: {}\n  - filter_length: {min_char: 3}\n"
+        "engine: {workers: 0}\n",
+    )
+    lines = msg.splitlines()
+    assert len(lines) == 3
+    assert ":4: stages[0]: unknown stage 'normalise' (did you mean 'normalize'?)" in lines[0]
+    assert ":5: stages[1].filter_length.min_char: unknown key 'min_char' (did you mean 'min_chars'?)" in lines[1]
+    assert ":6: engine.workers:" in lines[2]
+
+
+def test_cross_field_check_in_stage_params(tmp_path: Path) -> None:
+    msg = error(tmp_path, "name: x\ninputs: [a]\nstages:\n  - filter_length: {min_chars: 9, max_chars: 2}\n")
+    assert "stages[0].filter_length: min_chars (9) is greater than max_chars (2)" in msg
+
+
+def test_missing_required_and_unknown_top_level(tmp_path: Path) -> None:
+    msg = error(tmp_path, "inputs: [a]\noutpt: {}\n")
+    assert "name: is required" in msg
+    assert ":2: outpt: unknown key 'outpt' (did you mean 'output'?)" in msg
+
+
+def test_invalid_yaml_names_line(tmp_path: Path) -> None:
+    msg = error(tmp_path, "name: x\ninputs: [a\nstages: []\n")
+    assert "invalid YAML" in msg and str(tmp_path / "recipe.yaml") in msg
+
+
+def test_yaml_is_loaded_safely(tmp_path: Path) -> None:
+    msg = error(tmp_path, "name: !!python/object/apply:os.system ['echo pwned']\ninputs: [a]\n")
+    assert "invalid YAML" in msg
+
+
+def test_recipe_in_python(tmp_path: Path) -> None:
+    r = Recipe(name="x", inputs=["a.jsonl"], stages=[{"normalize": {"form": "NFKC"}}])
+    assert r.stages[0].params.form == "NFKC"  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match=r"stages\[0\].normalize.form: must be one of NFC, NFKC"):
+        Recipe(name="x", inputs=["a"], stages=[{"normalize": {"form": "bad"}}])
+
+
+def test_sample_recipe_is_valid() -> None:
+    from conftest import REPO
+
+    r = Recipe.load(REPO / "recipes" / "sample.yaml")
+    assert [s.name for s in r.stages] == ["normalize", "filter_length", "exact_dedup"]
