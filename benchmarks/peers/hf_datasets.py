@@ -17,13 +17,14 @@ import sys
 import unicodedata
 from pathlib import Path
 
+import numpy as np
+import polars as pl
+import xxhash
+
+# Local files only: keep `datasets` (which reads these on import) off the Hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-
-import datasets  # noqa: E402 - the offline switches must be set first
-import numpy as np  # noqa: E402
-import polars as pl  # noqa: E402
-import xxhash  # noqa: E402
+import datasets
 
 
 def normalize(batch: dict[str, list]) -> dict[str, list]:

@@ -1,0 +1,96 @@
+"""Measure one contender run: wall time, CPU time of the whole tree, peak memory.
+
+CPU and wall come from ``benchmarks.reaper``, which reaps every descendant (see its
+docstring for why ``wait4`` alone undercounts). Memory is sampled from here every
+50 ms with psutil over the reaper's descendants: the peak of the summed RSS of the
+tree (shared pages of forked workers count once per process, as ``ps`` shows them)
+and the peak RSS of any single process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+SAMPLE_SECONDS = 0.05
+MIB = 1 << 20
+
+
+@dataclass
+class Measurement:
+    wall_s: float
+    user_s: float
+    sys_s: float
+    peak_tree_rss: int
+    peak_proc_rss: int
+    stdout: str
+
+    @property
+    def cpu_s(self) -> float:
+        return self.user_s + self.sys_s
+
+
+class RunFailed(RuntimeError):
+    """A contender exited non-zero; the message carries the end of its log."""
+
+
+class _MemorySampler(threading.Thread):
+    def __init__(self, root_pid: int):
+        super().__init__(daemon=True)
+        self.root = psutil.Process(root_pid)
+        self.stop = threading.Event()
+        self.peak_tree = 0
+        self.peak_proc = 0
+
+    def run(self) -> None:
+        while not self.stop.wait(SAMPLE_SECONDS):
+            self.sample()
+
+    def sample(self) -> None:
+        try:
+            tree = self.root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            return
+        total = 0
+        for proc in tree:
+            try:
+                rss = proc.memory_info().rss
+            except psutil.NoSuchProcess:
+                continue
+            total += rss
+            self.peak_proc = max(self.peak_proc, rss)
+        self.peak_tree = max(self.peak_tree, total)
+
+
+def run_measured(command: list[str], log: Path, env: dict[str, str] | None = None) -> Measurement:
+    """Run command under the reaper; its stdout is returned, stderr goes to log."""
+    result = log.with_suffix(".rusage.json")
+    wrapped = [sys.executable, "-m", "benchmarks.reaper", str(result), "--", *command]
+    cwd = Path(__file__).resolve().parent.parent
+    stdout_path = log.with_suffix(".stdout")
+    with open(stdout_path, "wb") as out, open(log, "wb") as err:
+        proc = subprocess.Popen(wrapped, stdout=out, stderr=err, cwd=cwd, env=env or os.environ)
+        sampler = _MemorySampler(proc.pid)
+        sampler.start()
+        proc.wait()
+        sampler.stop.set()
+        sampler.join()
+    if proc.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise RunFailed(f"{' '.join(command)} exited {proc.returncode}; {log}:\n{tail}")
+    usage = json.loads(result.read_text())
+    return Measurement(
+        wall_s=usage["wall_s"],
+        user_s=usage["user_s"],
+        sys_s=usage["sys_s"],
+        peak_tree_rss=sampler.peak_tree,
+        peak_proc_rss=sampler.peak_proc,
+        stdout=stdout_path.read_text(),
+    )
