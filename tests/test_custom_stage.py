@@ -1,0 +1,23 @@
+"""A user's stage named by dotted path runs like a built-in, and its source is in the fingerprint."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from conftest import write_jsonl, write_recipe
+
+import curate
+
+
+def test_dotted_path_stages(tmp_path: Path) -> None:
+    sys.path.insert(0, str(Path(__file__).parent))
+    write_jsonl(tmp_path / "data" / "a.jsonl", [{"id": "1", "text": "keep me"}, {"id": "2", "text": "spam here"}])
+    recipe = write_recipe(
+        tmp_path,
+        stages=[{"custom_stages:DropKeyword": {"keyword": "spam"}}, {"custom_stages.Upper": {}}],
+    )
+    version = curate.run(recipe)
+    assert version.to_arrow().column("text").to_pylist() == ["KEEP ME"]
+    assert version.counts["removed"] == {"0:drop_keyword": {"mentions_keyword": 1}}
+    assert "source_sha256" in version.manifest["stages"][0]["software"]

@@ -1,0 +1,41 @@
+"""The same recipe and inputs give byte-identical shards with 1 worker and with 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from conftest import corpus, write_jsonl, write_recipe
+
+import curate
+
+
+def shard_hashes(version: curate.Version) -> list[tuple[str, str]]:
+    return [(s["path"], s["sha256"]) for s in version.manifest["shards"]]
+
+
+def test_one_and_two_workers_give_identical_shards(tmp_path: Path) -> None:
+    docs = corpus(4000, dup_every=4)
+    for i in range(4):  # 4 files, each split into byte-range partitions
+        write_jsonl(tmp_path / "data" / f"f{i}.jsonl", docs[i * 1000 : (i + 1) * 1000])
+    stages = [{"normalize": {}}, {"filter_length": {"min_words": 6}}, {"exact_dedup": {}}]
+    versions = []
+    for workers in (1, 2):
+        recipe = write_recipe(
+            tmp_path,
+            stages=stages,
+            partition_size="20KB",
+            output={"root": f"out-{workers}", "fsync": False, "shard_size": "16KB"},
+            engine={"workers": workers},
+        )
+        versions.append(curate.run(recipe))
+    one, two = versions
+    assert len({s["path"].split("-")[1] for s in one.manifest["shards"]}) >= 8  # >= 8 partitions
+    assert shard_hashes(one) == shard_hashes(two)
+    assert one.fingerprint == two.fingerprint  # the engine is not part of what was made
+    assert one.manifest["counts"] == two.manifest["counts"]
+    removed = one.manifest["counts"]["removed"]
+    assert removed["2:exact_dedup"]["duplicate"] > 0
+    for name in ("rejected", "quarantine"):
+        assert [f["sha256"] for f in one.manifest[name]] == [f["sha256"] for f in two.manifest[name]]
+    assert json.loads((one.path / "state.json").read_text()) == json.loads((two.path / "state.json").read_text())

@@ -1,0 +1,35 @@
+"""Pipeline: stages composed in code, on in-memory data or files, same stage objects as a run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+from conftest import corpus, write_jsonl
+
+from curate import Pipeline
+
+
+def test_process_list_of_dicts() -> None:
+    p = Pipeline().add("normalize", form="NFKC").add("filter_length", min_chars=2).add("exact_dedup")
+    result = p.process([{"text": "ﬁne  "}, {"text": "fine"}, {"text": "x"}, {"text": "other"}])
+    assert result.table.column("text").to_pylist() == ["fine", "other"]
+    reasons = {(r["id"], r["reason"], r["duplicate_of"]) for r in result.rejected.to_pylist()}
+    assert reasons == {("2", "too_few_chars", None), ("1", "duplicate", "0")}
+    assert result.counts["2:exact_dedup"].docs_out == 2
+    assert "2 rows" in repr(result)
+
+
+def test_process_arrow_table_keeps_metadata() -> None:
+    table = pa.table({"id": ["a", "b"], "text": ["same", "same"], "lang": ["en", "de"]})
+    out = Pipeline().add("exact_dedup").process(table).table
+    assert out.to_pylist() == [{"id": "a", "text": "same", "lang": "en"}]
+
+
+def test_run_publishes_a_version(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "a.jsonl", corpus(20))
+    p = Pipeline().add("normalize").add("exact_dedup")
+    version = p.run([str(tmp_path / "a.jsonl")], name="nb", root=tmp_path / "out", output={"fsync": False})
+    assert version.counts["written"] == 16
+    again = p.run([str(tmp_path / "a.jsonl")], name="nb", root=tmp_path / "out", output={"fsync": False})
+    assert again.up_to_date and again.path == version.path

@@ -1,0 +1,80 @@
+"""A published version reads back zero-copy with datasets, pyarrow and polars, and stays unchanged."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import datasets
+import polars as pl
+import pyarrow as pa
+import pytest
+from conftest import write_recipe
+
+import curate
+
+
+@pytest.fixture
+def version(project: Path) -> curate.Version:
+    recipe = write_recipe(project, fields={"source": "string"}, output={"root": "out", "fsync": False, "shard_size": 600})
+    # a metadata field that only some records have
+    return curate.run(recipe)
+
+
+def snapshot(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_datasets_load_from_disk_reads_every_row(version: curate.Version) -> None:
+    assert len(version.manifest["shards"]) > 1  # small shard_size: several shards
+    ds = datasets.load_from_disk(str(version.path))
+    assert ds.num_rows == version.counts["written"] == 48
+    assert ds.column_names == ["id", "text", "source"]
+    assert ds.features["text"] == datasets.Value("string")
+    first = datasets.Dataset.from_file(str(version.shard_paths[0]))
+    assert first.num_rows == version.manifest["shards"][0]["rows"]
+
+
+def test_pyarrow_and_polars_readers(version: curate.Version) -> None:
+    table = version.to_arrow()
+    assert table.num_rows == 48
+    assert table.schema.field("text").type == pa.string()
+    frame = version.to_polars()
+    assert isinstance(frame, pl.DataFrame) and frame.height == 48
+    assert frame["id"].to_list() == table.column("id").to_pylist()
+    streamed = pl.concat([pl.read_ipc_stream(p) for p in version.shard_paths])
+    assert streamed["text"].to_list() == table.column("text").to_pylist()
+
+
+def test_to_dataset_map_never_writes_into_the_version(version: curate.Version) -> None:
+    before = snapshot(version.path)
+    ds = version.to_dataset()
+    mapped = ds.map(lambda r: {"n": len(r["text"])})
+    assert mapped.num_rows == 48 and mapped.cache_files
+    assert all(str(version.path) not in f["filename"] for f in mapped.cache_files)
+    assert snapshot(version.path) == before
+
+
+def test_shards_are_ipc_streams_with_one_schema(version: curate.Version) -> None:
+    schemas = set()
+    for path in version.shard_paths:
+        with pa.memory_map(str(path)) as source:
+            schemas.add(pa.ipc.open_stream(source).schema.to_string())
+    assert len(schemas) == 1
+
+
+def test_repr_and_html(version: curate.Version) -> None:
+    assert repr(version).startswith("Version(t v1, 48 documents written of 60 read")
+    html = version._repr_html_()
+    assert "<table>" in html and "exact_dedup" in html
+
+
+def test_open_by_dataset_folder_and_by_name(version: curate.Version, project: Path) -> None:
+    assert curate.open(project / "out" / "t").path == version.path
+    assert curate.open(project / "out" / "t", "v1").path == version.path
+    with pytest.raises(curate.CurateError):
+        curate.open(project / "out" / "t", "v9")
