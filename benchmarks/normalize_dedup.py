@@ -98,7 +98,7 @@ def check(
     return reference, agree
 
 
-def write_results(runs, corpora, reference, sizes, rounds, command: str) -> list[str]:
+def write_results(runs, corpora, reference, sizes, rounds, command, curate_exe) -> list[str]:
     summaries = report.summarize(runs, corpora)
     rows = report.table(summaries, reference)
     verdicts = report.targets(summaries, sizes)
@@ -113,7 +113,7 @@ def write_results(runs, corpora, reference, sizes, rounds, command: str) -> list
         "slower or bigger than curate).",
         "",
         "## Machine and versions",
-        *report.machine(),
+        *report.machine(curate_exe),
         "",
         "## Corpora",
         *(
@@ -165,8 +165,10 @@ def main() -> None:
                 runs.append(run_one(contender, corpora[size], work, round_))
                 print(describe(runs[-1]), flush=True)
     command = "python -m benchmarks.normalize_dedup " + " ".join(sys.argv[1:])
+    curate_exe = args.curate if any(isinstance(c, Curate) for c in contenders) else None
     reference, agree = check(runs, corpora)
-    print("\n".join(write_results(runs, corpora, reference, sizes, args.rounds, command)))
+    lines = write_results(runs, corpora, reference, sizes, args.rounds, command, curate_exe)
+    print("\n".join(lines))
     if not agree:
         raise SystemExit("contenders kept different documents")
 

@@ -7,7 +7,9 @@ shared and noisy, so absolute seconds move from run to run while ratios hold.
 from __future__ import annotations
 
 import platform
+import shutil
 import statistics
+import subprocess
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -180,7 +182,23 @@ def _version(package: str) -> str:
         return "not installed"
 
 
-def machine() -> list[str]:
+def curate_source(executable: str) -> str:
+    """Which curate the CLI runs: its folder, commit and whether that tree is dirty."""
+    interpreter = Path(shutil.which(executable) or executable).read_text().splitlines()[0][2:]
+    probe = "import curate, os; print(os.path.dirname(os.path.dirname(curate.__file__)))"
+    folder = subprocess.run(
+        [interpreter, "-c", probe], capture_output=True, text=True, check=True, cwd="/"
+    ).stdout.strip()
+    git = ["git", "-C", folder]
+    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", "curate"], capture_output=True)
+    if commit.returncode != 0:
+        return f"curate from {folder} (not a git checkout)"
+    state = " with uncommitted changes" if dirty.stdout.strip() else ""
+    return f"curate from {folder} at commit {commit.stdout.strip()}{state}"
+
+
+def machine(curate_executable: str | None = None) -> list[str]:
     model = next(
         (
             line.split(":", 1)[1].strip()
@@ -195,4 +213,5 @@ def machine() -> list[str]:
         f"{psutil.virtual_memory().total / (1 << 30):.1f} GiB RAM, {platform.platform()}",
         f"- Python {platform.python_version()}; "
         + ", ".join(f"{p} {_version(p)}" for p in packages),
+        *([f"- {curate_source(curate_executable)}"] if curate_executable else []),
     ]
