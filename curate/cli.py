@@ -78,13 +78,23 @@ def show(path: Path) -> None:
 
 @main.command(name="schemas")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("schemas"), show_default=True)
+@click.option(
+    "--readme",
+    type=click.Path(path_type=Path),
+    default=Path("README.md"),
+    show_default=True,
+    help="README whose recipe reference section to regenerate (skipped if absent).",
+)
 @click.option("--check", is_flag=True, help="Fail if the files on disk differ from the code.")
 @_user_errors
-def schemas_cmd(out: Path, check: bool) -> None:
-    """Write (or check) recipe.schema.json and manifest.schema.json from the code's models."""
+def schemas_cmd(out: Path, readme: Path, check: bool) -> None:
+    """Write (or check) the JSON schemas and README's recipe reference from the code's models."""
+    from curate.reference import update_readme
     from curate.schemas import write_schemas
 
     stale = write_schemas(out, check=check)
+    if readme.exists() and update_readme(readme, check=check):
+        stale.append(str(readme))
     if check and stale:
         raise CurateError(f"stale schema files: {', '.join(stale)}; run `curate schemas`")
     click.echo("schemas are up to date" if check else f"wrote schemas to {out}")

@@ -55,7 +55,7 @@ class OutputSpec(_Strict):
 class EngineSpec(_Strict):
     """How partitions are scheduled; never changes the output."""
 
-    kind: Literal["local", "ray"] = "local"
+    kind: Literal["local", "ray"] = Field("local", description="Scheduler: this machine, or Ray.")
     workers: int | None = Field(None, ge=1, description="Worker processes; default: CPU count.")
     address: str | None = Field(None, description="Ray cluster address (kind: ray).")
 

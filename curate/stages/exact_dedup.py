@@ -23,6 +23,8 @@ class ExactDedupParams(StageParams):
 
 
 class ExactDedup(BarrierStage):
+    """Drops documents whose text equals an earlier document's, keeping the first in input order."""
+
     name = "exact_dedup"
     Params = ExactDedupParams
     reads = ("text",)

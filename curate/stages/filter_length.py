@@ -30,6 +30,8 @@ class FilterLengthParams(StageParams):
 
 
 class FilterLength(FilterStage):
+    """Drops documents outside the character and word bounds (reasons: too_few_chars, ...)."""
+
     name = "filter_length"
     Params = FilterLengthParams
     reads = ("text",)
