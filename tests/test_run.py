@@ -134,3 +134,9 @@ def test_sample_recipe_validates_against_recipe_schema() -> None:
     schema = json.loads((REPO / "schemas" / "recipe.schema.json").read_text())
     for recipe in (REPO / "recipes").glob("*.yaml"):
         jsonschema.validate(yaml.safe_load(recipe.read_text()), schema)
+
+
+def test_readme_recipe_reference_is_current() -> None:
+    from curate.reference import update_readme
+
+    assert not update_readme(REPO / "README.md", check=True)
