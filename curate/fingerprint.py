@@ -20,14 +20,14 @@ from curate.recipe import Recipe
 from curate.stages.base import Stage
 from curate.stages.registry import BUILTIN, source_hash
 
-_HOW_NOT_WHAT = {"engine": None, "output": {"root", "fsync", "file_mode", "dir_mode"}}
+_OUTPUT_HOW = {"root", "fsync", "file_mode", "dir_mode"}
 
 
 def content_recipe(recipe: Recipe) -> dict[str, Any]:
     """The resolved recipe minus the settings that cannot change the output."""
     data = recipe.resolved()
     data.pop("engine", None)
-    data["output"] = {k: v for k, v in data["output"].items() if k not in _HOW_NOT_WHAT["output"]}
+    data["output"] = {k: v for k, v in data["output"].items() if k not in _OUTPUT_HOW}
     return data
 
 

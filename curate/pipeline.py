@@ -108,7 +108,7 @@ class Pipeline:
     def recipe(
         self, inputs: list[str], *, name: str, root: str | Path = "datasets", **extra: Any
     ) -> Recipe:
-        data = {
+        data: dict[str, Any] = {
             "name": name,
             "inputs": inputs,
             "text_field": self.text_field,

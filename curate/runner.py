@@ -145,7 +145,7 @@ def _build(
             recipe_path=recipe.source,
             inputs=_input_records(files, partitions, result.records[0]),
             stages=_stage_records(stages, result),
-            schema=[{"name": f.name, "type": str(f.type)} for f in final_schema],
+            schema_=[{"name": f.name, "type": str(f.type)} for f in final_schema],
             shards=shards,
             rejected=side["rejected"],
             quarantine=side["quarantine"],

@@ -20,7 +20,7 @@ class LocalSummaries(Summaries):
 
     @classmethod
     def from_files(cls, files: list[Path]) -> LocalSummaries:
-        return cls([pl.scan_ipc(f, memory_map=True) for f in sorted(files)])
+        return cls([pl.scan_ipc(f) for f in sorted(files)])
 
     @classmethod
     def from_tables(cls, tables: list[pa.Table | pa.RecordBatch]) -> LocalSummaries:

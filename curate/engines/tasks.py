@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import pyarrow as pa
@@ -41,14 +41,17 @@ ORDER_SHIFT = 40
 _READY: dict[str, Stage] = {}
 
 
-def ready(stage: Stage) -> Stage:
+S = TypeVar("S", bound=Stage)
+
+
+def ready(stage: S) -> S:
     """The stage with `setup()` done, once per worker process for equal stage configurations."""
     key = f"{type(stage).__module__}.{type(stage).__qualname__}:{stage.params.model_dump_json()}"
     cached = _READY.get(key)
     if cached is None:
         stage.setup()
         _READY[key] = cached = stage
-    return cached
+    return cast(S, cached)
 
 
 @dataclass
@@ -140,7 +143,7 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
         "stages": {},
         "files": {},
     }
-    maps = [ready(s) for s in task.maps]
+    maps = [ready(s) for s in task.maps]  # same objects, set up once per worker
     counts = {pos: StageCounts() for pos in task.positions}
     previous = ready(task.previous) if task.previous is not None else None
     prev_counts = StageCounts()

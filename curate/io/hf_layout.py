@@ -14,7 +14,7 @@ import pyarrow as pa
 
 
 def state_json(shards: list[str], fingerprint: str) -> str:
-    state = {
+    state: dict[str, object] = {
         "_data_files": [{"filename": name} for name in shards],
         "_fingerprint": fingerprint[:16],
         "_format_columns": None,

@@ -29,7 +29,7 @@ _CONTROL = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\x{200b}\x{2060}\x{feff}]+"
 _ASCII_SPACE = " \t\n\r\x0b\x0c"
 
 
-def _unicode_form(texts: pa.Array, form: str) -> pa.Array:
+def _unicode_form(texts: pa.Array, form: Literal["NFC", "NFKC"]) -> pa.Array:
     """Apply a normalization form, rebuilding the Arrow array only when some text changed.
 
     `unicodedata.normalize` returns its argument itself when the quick check shows the
