@@ -42,7 +42,9 @@ def corpus(n: int, *, dup_every: int = 5, prefix: str = "d") -> list[dict[str, A
         if dup_every and i % dup_every == dup_every - 1:
             text = out[i // 2]["text"]
         else:
-            text = f"Document {i} says: " + " ".join(f"w{(i * 7 + k) % 97}" for k in range(5 + i % 13))
+            text = f"Document {i} says: " + " ".join(
+                f"w{(i * 7 + k) % 97}" for k in range(5 + i % 13)
+            )
         out.append({"id": f"{prefix}{i}", "text": text})
     return out
 

@@ -31,4 +31,6 @@ class Upper(MapStage):
 
     def process(self, batch: pa.RecordBatch) -> StageResult:
         i = batch.schema.get_field_index(self.text_field)
-        return StageResult(batch.set_column(i, "text", pc.utf8_upper(batch.column(i))), changed=batch.num_rows)
+        return StageResult(
+            batch.set_column(i, "text", pc.utf8_upper(batch.column(i))), changed=batch.num_rows
+        )

@@ -12,7 +12,10 @@ import curate
 
 def test_dotted_path_stages(tmp_path: Path) -> None:
     sys.path.insert(0, str(Path(__file__).parent))
-    write_jsonl(tmp_path / "data" / "a.jsonl", [{"id": "1", "text": "keep me"}, {"id": "2", "text": "spam here"}])
+    write_jsonl(
+        tmp_path / "data" / "a.jsonl",
+        [{"id": "1", "text": "keep me"}, {"id": "2", "text": "spam here"}],
+    )
     recipe = write_recipe(
         tmp_path,
         stages=[{"custom_stages:DropKeyword": {"keyword": "spam"}}, {"custom_stages.Upper": {}}],

@@ -37,5 +37,9 @@ def test_one_and_two_workers_give_identical_shards(tmp_path: Path) -> None:
     removed = one.manifest["counts"]["removed"]
     assert removed["2:exact_dedup"]["duplicate"] > 0
     for name in ("rejected", "quarantine"):
-        assert [f["sha256"] for f in one.manifest[name]] == [f["sha256"] for f in two.manifest[name]]
-    assert json.loads((one.path / "state.json").read_text()) == json.loads((two.path / "state.json").read_text())
+        assert [f["sha256"] for f in one.manifest[name]] == [
+            f["sha256"] for f in two.manifest[name]
+        ]
+    assert json.loads((one.path / "state.json").read_text()) == json.loads(
+        (two.path / "state.json").read_text()
+    )

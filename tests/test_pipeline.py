@@ -11,7 +11,12 @@ from curate import Pipeline
 
 
 def test_process_list_of_dicts() -> None:
-    p = Pipeline().add("normalize", form="NFKC").add("filter_length", min_chars=2).add("exact_dedup")
+    p = (
+        Pipeline()
+        .add("normalize", form="NFKC")
+        .add("filter_length", min_chars=2)
+        .add("exact_dedup")
+    )
     result = p.process([{"text": "ﬁne  "}, {"text": "fine"}, {"text": "x"}, {"text": "other"}])
     assert result.table.column("text").to_pylist() == ["fine", "other"]
     reasons = {(r["id"], r["reason"], r["duplicate_of"]) for r in result.rejected.to_pylist()}
@@ -29,7 +34,11 @@ def test_process_arrow_table_keeps_metadata() -> None:
 def test_run_publishes_a_version(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "a.jsonl", corpus(20))
     p = Pipeline().add("normalize").add("exact_dedup")
-    version = p.run([str(tmp_path / "a.jsonl")], name="nb", root=tmp_path / "out", output={"fsync": False})
+    version = p.run(
+        [str(tmp_path / "a.jsonl")], name="nb", root=tmp_path / "out", output={"fsync": False}
+    )
     assert version.counts["written"] == 16
-    again = p.run([str(tmp_path / "a.jsonl")], name="nb", root=tmp_path / "out", output={"fsync": False})
+    again = p.run(
+        [str(tmp_path / "a.jsonl")], name="nb", root=tmp_path / "out", output={"fsync": False}
+    )
     assert again.up_to_date and again.path == version.path

@@ -38,8 +38,13 @@ def test_sizes_accept_units(tmp_path: Path) -> None:
 
 
 def test_bad_enum_names_file_line_and_path(tmp_path: Path) -> None:
-    msg = error(tmp_path, "name: x\ninputs: [a]\nstages:\n  - normalize: {}\n  - normalize:\n      form: NFX\n")
-    assert f"{tmp_path / 'recipe.yaml'}:6: stages[1].normalize.form: must be one of NFC, NFKC" in msg
+    msg = error(
+        tmp_path,
+        "name: x\ninputs: [a]\nstages:\n  - normalize: {}\n  - normalize:\n      form: NFX\n",
+    )
+    assert (
+        f"{tmp_path / 'recipe.yaml'}:6: stages[1].normalize.form: must be one of NFC, NFKC" in msg
+    )
 
 
 def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
@@ -51,12 +56,17 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     lines = msg.splitlines()
     assert len(lines) == 3
     assert ":4: stages[0]: unknown stage 'normalise' (did you mean 'normalize'?)" in lines[0]
-    assert ":5: stages[1].filter_length.min_char: unknown key 'min_char' (did you mean 'min_chars'?)" in lines[1]
+    assert (
+        ":5: stages[1].filter_length.min_char: unknown key 'min_char' (did you mean 'min_chars'?)"
+        in lines[1]
+    )
     assert ":6: engine.workers:" in lines[2]
 
 
 def test_cross_field_check_in_stage_params(tmp_path: Path) -> None:
-    msg = error(tmp_path, "name: x\ninputs: [a]\nstages:\n  - filter_length: {min_chars: 9, max_chars: 2}\n")
+    msg = error(
+        tmp_path, "name: x\ninputs: [a]\nstages:\n  - filter_length: {min_chars: 9, max_chars: 2}\n"
+    )
     assert "stages[0].filter_length: min_chars (9) is greater than max_chars (2)" in msg
 
 

@@ -30,7 +30,9 @@ def test_build_then_up_to_date_then_new_versions(project: Path) -> None:
 
     code, out, _ = cli("run", str(recipe))
     assert code == 0 and f"t is up to date: v1 at {v1}" in out
-    assert sorted(p.name for p in (project / "out" / "t").iterdir() if p.name.startswith("v")) == ["v1"]
+    assert sorted(p.name for p in (project / "out" / "t").iterdir() if p.name.startswith("v")) == [
+        "v1"
+    ]
 
     write_recipe(project, stages=[{"normalize": {"form": "NFKC"}}, {"exact_dedup": {}}])
     code, out, _ = cli("run", str(recipe))
@@ -52,7 +54,11 @@ def test_manifest_is_complete_and_valid(project: Path) -> None:
     schema = json.loads((REPO / "schemas" / "manifest.schema.json").read_text())
     jsonschema.validate(manifest, schema)
     c = manifest["counts"]
-    assert c["read"] == 60 and c["written"] == 48 and c["removed"] == {"1:exact_dedup": {"duplicate": 12}}
+    assert (
+        c["read"] == 60
+        and c["written"] == 48
+        and c["removed"] == {"1:exact_dedup": {"duplicate": 12}}
+    )
     assert c["read"] == c["written"] + c["removed_total"] + c["quarantined"]
     assert [i["documents"] for i in manifest["inputs"]] == [30, 30]
     assert all(i["content_hash"].startswith("xxh3_128:") for i in manifest["inputs"])

@@ -16,7 +16,11 @@ import curate
 
 @pytest.fixture
 def version(project: Path) -> curate.Version:
-    recipe = write_recipe(project, fields={"source": "string"}, output={"root": "out", "fsync": False, "shard_size": 600})
+    recipe = write_recipe(
+        project,
+        fields={"source": "string"},
+        output={"root": "out", "fsync": False, "shard_size": 600},
+    )
     # a metadata field that only some records have
     return curate.run(recipe)
 

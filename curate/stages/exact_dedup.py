@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from curate.arrow_text import utf8_slices
 from curate.engines.collective import Summaries
 from curate.io.batches import ID
 from curate.stages.base import ORDER, BarrierStage, StageParams, rejected_table
@@ -36,9 +37,9 @@ class ExactDedup(BarrierStage):
         return {"hash": "xxh3_128 of UTF-8 text", "keep": "first in input order"}
 
     def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        texts = batch.column(batch.schema.get_field_index(self.text_field)).to_pylist()
+        texts = batch.column(batch.schema.get_field_index(self.text_field))
         digest = xxhash.xxh3_128_digest
-        digests = pa.array([digest(t.encode()) for t in texts], pa.binary(16))
+        digests = pa.array([digest(t) for t in utf8_slices(texts)], pa.binary(16))
         return pa.record_batch(
             [batch.column(ID), batch.column(ORDER), digests], names=[ID, ORDER, DIGEST]
         )

@@ -16,7 +16,9 @@ def run(texts: list[str], **params: object) -> tuple[list[str], list[tuple[str, 
 
 
 def test_chars_and_words() -> None:
-    kept, removed = run(["a", "two words", "one two three four", "x" * 50], min_chars=2, max_chars=40, min_words=2)
+    kept, removed = run(
+        ["a", "two words", "one two three four", "x" * 50], min_chars=2, max_chars=40, min_words=2
+    )
     assert kept == ["two words", "one two three four"]
     assert removed == [("0", "too_few_chars"), ("3", "too_many_chars")]
 
