@@ -22,7 +22,7 @@ from curate.errors import CurateError
 from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams
 from curate.stages.registry import resolve
-from curate.yaml_lines import format_loc, line_of
+from curate.yaml_lines import duplicate_keys, format_loc, line_of
 
 FIELD_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -241,6 +241,11 @@ class Recipe(_Strict):
             raise CurateError(f"{path}{line}: invalid YAML: {exc.problem or exc.context}") from None
         finally:
             loader.dispose()
+        dups = duplicate_keys(node)
+        if dups:
+            raise CurateError(
+                "\n".join(f"{path}:{line}: {format_loc(loc)}: duplicate key" for loc, line in dups)
+            )
         return _validate(data, str(path), node, path.parent)
 
 

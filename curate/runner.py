@@ -73,7 +73,14 @@ def run(
         found = store.find(fp)  # another process may have built it while we waited
         if found is not None:
             return Version(found, up_to_date=True)
-        return _build(recipe, files, stages, fp, store, progress, workers)
+        try:
+            return _build(recipe, files, stages, fp, store, progress, workers)
+        except CurateError:
+            # A user error (bad record with on_error: fail, a full disk) is fixed by changing
+            # inputs or settings, which changes the fingerprint: this staging is of no more use.
+            # A crash or an interrupt keeps it, so the next run resumes its completed partitions.
+            shutil.rmtree(store.staging(fp), ignore_errors=True)
+            raise
 
 
 prepare = run

@@ -42,3 +42,22 @@ def line_of(node: yaml.Node | None, loc: Sequence[str | int]) -> int | None:
     if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
         line = node.start_mark.line + 1
     return line
+
+
+def duplicate_keys(
+    node: yaml.Node | None, loc: tuple[str | int, ...] = ()
+) -> list[tuple[tuple[str | int, ...], int]]:
+    """Keys given twice in one mapping: YAML loaders silently keep the last, hiding a typo."""
+    found: list[tuple[tuple[str | int, ...], int]] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            if key in seen:
+                found.append(((*loc, key), key_node.start_mark.line + 1))
+            seen.add(key)
+            found += duplicate_keys(value_node, (*loc, key))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found += duplicate_keys(item, (*loc, i))
+    return found

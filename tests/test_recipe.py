@@ -98,3 +98,11 @@ def test_sample_recipe_is_valid() -> None:
 
     r = Recipe.load(REPO / "recipes" / "sample.yaml")
     assert [s.name for s in r.stages] == ["normalize", "filter_length", "exact_dedup"]
+
+
+def test_duplicate_keys_are_errors(tmp_path: Path) -> None:
+    msg = error(
+        tmp_path,
+        "name: x\ninputs: [a]\nstages:\n  - filter_length:\n      min_chars: 1\n      min_chars: 2\n",
+    )
+    assert ":6: stages[0].filter_length.min_chars: duplicate key" in msg
