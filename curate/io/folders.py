@@ -1,0 +1,119 @@
+"""What a folder input holds: the text files of a text folder, the shards of a saved dataset.
+
+Discovery, planning and reading all need the same member list in the same order,
+so it is computed here once per process and checked against the size and time
+the input was discovered with: a folder that changed mid-run is an error, not a
+silently different dataset.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from curate.errors import CurateError
+
+TEXT_SUFFIXES = (".txt", ".md")
+HF_STATE = "state.json"
+
+
+@dataclass(frozen=True)
+class Member:
+    """One file of a folder input."""
+
+    rel: str  # posix path relative to the folder
+    size: int
+    mtime_ns: int
+
+
+def text_members(folder: str) -> list[Member]:
+    """The .txt/.md files under `folder`, recursively, sorted by relative path.
+
+    Names starting with a dot (editor backups, `.git`, checkpoints) are skipped.
+    """
+    members = []
+    for dirpath, dirnames, filenames in os.walk(folder, onerror=_walk_error):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for fname in filenames:
+            if fname.startswith(".") or not fname.lower().endswith(TEXT_SUFFIXES):
+                continue
+            path = os.path.join(dirpath, fname)
+            st = _stat(path, folder)
+            if not stat.S_ISREG(st.st_mode):
+                continue
+            rel = Path(os.path.relpath(path, folder)).as_posix()
+            members.append(Member(rel, st.st_size, st.st_mtime_ns))
+    members.sort(key=lambda m: m.rel)
+    return members
+
+
+def hf_shards(folder: str) -> list[Member]:
+    """The Arrow shards a `save_to_disk` folder lists in state.json, in its order, and state.json.
+
+    The last member is state.json itself, so the folder's identity changes when the
+    shard list does; other files (`cache-*.arrow` left by `.map()`, a curate
+    version's rejected/ and quarantine/) are not part of the dataset and are ignored.
+    """
+    state_path = os.path.join(folder, HF_STATE)
+    try:
+        with open(state_path, "rb") as f:
+            state = json.loads(f.read())
+        files = [entry["filename"] for entry in state["_data_files"]]
+    except OSError as exc:
+        raise CurateError(f"{state_path} cannot be read: {exc.strerror or exc}") from None
+    except (ValueError, KeyError, TypeError):
+        raise CurateError(
+            f"{state_path} is not a datasets state.json (no '_data_files' list of filenames)"
+        ) from None
+    members = []
+    for name in [*files, HF_STATE]:
+        if not isinstance(name, str):
+            raise CurateError(f"{state_path} lists a shard that is not a file name: {name!r}")
+        path = os.path.join(folder, name)
+        st = _stat(path, folder)
+        if not stat.S_ISREG(st.st_mode):
+            raise CurateError(f"{path} (listed in {state_path}) is not a regular file")
+        members.append(Member(Path(name).as_posix(), st.st_size, st.st_mtime_ns))
+    return members
+
+
+def totals(members: Sequence[Member]) -> tuple[int, int]:
+    """A folder's size (sum over members) and mtime_ns (max over members)."""
+    return sum(m.size for m in members), max((m.mtime_ns for m in members), default=0)
+
+
+def members_of(folder: str, fmt: str, size: int, mtime_ns: int, name: str) -> tuple[Member, ...]:
+    """The members of a folder input as discovered; CurateError if the folder changed since."""
+    members = _cached_members(folder, fmt, size, mtime_ns)
+    if totals(members) != (size, mtime_ns):
+        _cached_members.cache_clear()
+        raise CurateError(
+            f"input {name!r} changed while curate was running "
+            "(its files' sizes or times differ from when inputs were listed); run again"
+        )
+    return members
+
+
+@lru_cache(maxsize=16)
+def _cached_members(folder: str, fmt: str, size: int, mtime_ns: int) -> tuple[Member, ...]:
+    return tuple(hf_shards(folder) if fmt == "hf_disk" else text_members(folder))
+
+
+def _walk_error(exc: OSError) -> None:
+    # os.walk skips unreadable folders silently by default: a dataset missing a
+    # subfolder would look complete, so stop instead.
+    raise CurateError(f"{exc.filename} cannot be read: {exc.strerror or exc}")
+
+
+def _stat(path: str, folder: str) -> os.stat_result:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        raise CurateError(f"{path} (in input folder {folder}) does not exist") from None
+    except OSError as exc:
+        raise CurateError(f"{path} cannot be read: {exc.strerror or exc}") from None

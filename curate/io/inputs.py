@@ -1,0 +1,213 @@
+"""Turning a recipe's input patterns into a checked, ordered list of input files.
+
+Everything that can be known about the inputs without reading them all is
+checked here, before a run writes anything: a path that does not exist, a glob
+that matches nothing (an unmounted share must fail loudly, never produce a
+smaller dataset that looks complete), an unreadable file, an unsupported
+extension, a compressed or columnar file whose signature is missing.
+"""
+
+from __future__ import annotations
+
+import glob
+import logging
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from curate.errors import CurateError
+from curate.io import folders
+
+log = logging.getLogger(__name__)
+
+FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet", "arrow", "text_folder", "hf_disk")
+
+# Longest suffixes first: ".jsonl.gz" must win over a bare ".gz".
+_SUFFIXES = (
+    (".jsonl.gz", "jsonl.gz"),
+    (".ndjson.gz", "jsonl.gz"),
+    (".jsonl.zst", "jsonl.zst"),
+    (".ndjson.zst", "jsonl.zst"),
+    (".jsonl", "jsonl"),
+    (".ndjson", "jsonl"),
+    (".parquet", "parquet"),
+    (".arrow", "arrow"),
+    (".feather", "arrow"),
+)
+SUPPORTED = (
+    ", ".join(s for s, _ in _SUFFIXES)
+    + ", a folder of .txt/.md files, or a folder written by datasets' save_to_disk"
+)
+
+_GLOB_CHARS = re.compile(r"[*?[]")
+_GZIP_MAGIC = b"\x1f\x8b"
+_ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+_ARROW_FILE_MAGIC = b"ARROW1"
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input as the rest of curate sees it: where it is, how to name it, how to read it."""
+
+    path: str  # absolute path (for a folder input: the folder)
+    name: str  # relative to base_dir when under it, else absolute; posix separators
+    format: str  # one of FORMATS
+    size: int  # bytes (folder: sum of member files)
+    mtime_ns: int  # (folder: max over member files)
+
+
+def discover_inputs(patterns: list[str], base_dir: Path) -> list[InputFile]:
+    """The inputs in recipe order (each glob's matches sorted by path), each file once."""
+    if not patterns:
+        raise CurateError("the recipe names no inputs")
+    base = os.path.abspath(base_dir)
+    seen: set[str] = set()
+    found: list[InputFile] = []
+    for pattern in patterns:
+        for path in _expand(pattern, base):
+            key = os.path.realpath(path)
+            if key in seen:
+                continue
+            seen.add(key)
+            found.append(_describe(path, pattern, base))
+    return found
+
+
+def format_of(path: str) -> str | None:
+    """The file format an extension stands for, or None when curate cannot read it."""
+    lower = path.lower()
+    for suffix, fmt in _SUFFIXES:
+        if lower.endswith(suffix):
+            return fmt
+    return None
+
+
+def _expand(pattern: str, base: str) -> list[str]:
+    full = os.path.normpath(os.path.join(base, os.path.expanduser(pattern)))
+    if _GLOB_CHARS.search(pattern):
+        matches = glob.glob(full, recursive=True)
+        files = sorted(Path(p).as_posix() for p in matches if not os.path.isdir(p))
+        if files:
+            return [os.path.normpath(p) for p in files]
+        if not os.path.lexists(full):  # a literal name with brackets is not a glob
+            folders_only = f" (only folders, {len(matches)}; name folders without wildcards)"
+            raise CurateError(
+                f"input {pattern!r} matched no files{folders_only if matches else ''} "
+                f"(resolved against {base})"
+            )
+    elif not os.path.lexists(full):
+        raise CurateError(f"input {pattern!r} does not exist (resolved to {full})")
+    return [full]
+
+
+def _describe(path: str, pattern: str, base: str) -> InputFile:
+    name = _name(path, base)
+    label = f"input {name!r}" if name == pattern else f"input {name!r} (from {pattern!r})"
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise CurateError(f"{label} is a link to a file that does not exist") from None
+    except OSError as exc:
+        raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(st.st_mode):
+        return _describe_folder(path, name, label)
+    if not stat.S_ISREG(st.st_mode):
+        raise CurateError(f"{label} is neither a regular file nor a folder")
+    fmt = format_of(path)
+    if fmt is None:
+        raise CurateError(f"{label} has an unsupported extension; supported: {SUPPORTED}")
+    _check_content(path, fmt, st.st_size, label)
+    return InputFile(path, name, fmt, st.st_size, st.st_mtime_ns)
+
+
+def _describe_folder(path: str, name: str, label: str) -> InputFile:
+    if os.path.exists(os.path.join(path, folders.HF_STATE)):
+        fmt = "hf_disk"
+        members = folders.hf_shards(path)
+        for m in members[:-1]:  # the last member is state.json, already read
+            shard = os.path.join(path, m.rel)
+            _check_content(shard, "arrow", m.size, f"shard {m.rel!r} of {label}")
+    elif os.path.exists(os.path.join(path, "dataset_dict.json")):
+        raise CurateError(
+            f"{label} is a saved DatasetDict; name one split's folder, e.g. '{name}/train'"
+        )
+    else:
+        fmt = "text_folder"
+        members = folders.text_members(path)
+        if not members:
+            raise CurateError(
+                f"{label} is a folder with no .txt or .md files "
+                f"(and no {folders.HF_STATE}, so it is not a saved dataset either)"
+            )
+        for m in members:
+            _readable(os.path.join(path, m.rel), f"file {m.rel!r} of {label}")
+    size, mtime_ns = folders.totals(members)
+    return InputFile(path, name, fmt, size, mtime_ns)
+
+
+def _readable(path: str, label: str) -> None:
+    try:
+        os.close(os.open(path, os.O_RDONLY))
+    except OSError as exc:
+        raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
+
+
+def _check_content(path: str, fmt: str, size: int, label: str) -> None:
+    """Open the file (so permissions fail now) and check the signature its format requires."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if size >= 8:
+                f.seek(size - 8)
+            tail = f.read(8)
+    except OSError as exc:
+        raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
+    if fmt == "jsonl":
+        if size == 0:
+            log.warning("%s is empty", label)
+        return
+    if size == 0:
+        raise CurateError(f"{label} is empty, which is not a valid {fmt} file")
+    problem = None
+    if fmt == "jsonl.gz" and not head.startswith(_GZIP_MAGIC):
+        problem = "is not gzip-compressed (no gzip signature at its start)"
+    elif fmt == "jsonl.zst" and not _zstd_start(head):
+        problem = "is not zstd-compressed (no zstd signature at its start)"
+    elif fmt == "parquet" and not (head.startswith(b"PAR1") and tail.endswith(b"PAR1")):
+        problem = "is not a complete Parquet file (no PAR1 marker at its start and end)"
+    elif fmt == "arrow":
+        problem = _arrow_problem(path, head, tail)
+    if problem:
+        raise CurateError(f"{label} {problem}")
+
+
+def _zstd_start(head: bytes) -> bool:
+    skippable = len(head) >= 4 and head[0] & 0xF0 == 0x50 and head[1:4] == b"\x2a\x4d\x18"
+    return head.startswith(_ZSTD_MAGIC) or skippable
+
+
+def _arrow_problem(path: str, head: bytes, tail: bytes) -> str | None:
+    if head.startswith(b"FEA1"):
+        return "is Feather version 1, which curate does not read; rewrite it as Feather 2 / Arrow"
+    try:
+        with pa.memory_map(path) as source:
+            if head.startswith(_ARROW_FILE_MAGIC):
+                if not tail.endswith(_ARROW_FILE_MAGIC):
+                    return "is a truncated Arrow IPC file (no ARROW1 marker at its end)"
+                pa.ipc.open_file(source)
+            else:
+                pa.ipc.open_stream(source)
+    except (pa.ArrowInvalid, OSError) as exc:
+        return f"is not a readable Arrow IPC file or stream ({exc})"
+    return None
+
+
+def _name(path: str, base: str) -> str:
+    rel = os.path.relpath(path, base)
+    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+        return Path(path).as_posix()
+    return Path(rel).as_posix()

@@ -1,0 +1,125 @@
+"""Reading JSONL partitions: a byte range of a plain file, or a whole compressed file.
+
+Both are cut into blocks of whole lines of about batch_bytes, each parsed by
+`BlockParser`; line numbers advance by counting newlines, so every record and
+every quarantined line is named by its physical 1-based line number. A partition
+owns the lines that start in [start, stop): the reader skips a line begun before
+`start` and finishes the one begun before `stop`, so consecutive partitions read
+each line exactly once wherever their boundaries fall.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import BinaryIO
+
+from curate.errors import CurateError
+from curate.io.batches import FieldSpec, ReadChunk
+from curate.io.compressed import StreamBroken, decompressed
+from curate.io.jsonl_block import BlockParser
+from curate.io.partitions import Partition
+from curate.io.records import ErrorSink
+
+_BOM = b"\xef\xbb\xbf"
+_SCAN = 1 << 16
+
+
+def read_jsonl(
+    part: Partition, fields: FieldSpec, sink: ErrorSink, batch_bytes: int, use_threads: bool
+) -> Iterator[ReadChunk]:
+    parser = BlockParser(part.input.name, fields, sink, use_threads)
+    line = part.first_line
+    blocks: Iterator[bytes | _Broken]
+    try:
+        if part.input.format == "jsonl":
+            blocks = _range_blocks(part.input.path, part.start, part.stop, batch_bytes)
+        else:
+            blocks = _stream_blocks(part.input.path, part.input.format, batch_bytes)
+        for i, block in enumerate(blocks):
+            if isinstance(block, _Broken):
+                # `block.partial` is the unfinished last line, if any
+                nbytes = len(block.partial) or block.lost_bytes
+                sink.bad(line, block.reason, nbytes)
+                yield ReadChunk(parser.parse(b"", line), sink.take())
+                return
+            if i == 0 and part.start == 0 and block.startswith(_BOM):
+                block = block[len(_BOM) :]
+            batch = parser.parse(block, line)
+            line += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            quarantined = sink.take()
+            if batch.num_rows or quarantined:
+                yield ReadChunk(batch, quarantined)
+    except OSError as exc:
+        raise CurateError(f"{part.input.name} cannot be read: {exc.strerror or exc}") from None
+
+
+def _range_blocks(path: str, start: int, stop: int, batch_bytes: int) -> Iterator[bytes]:
+    with open(path, "rb") as f:
+        if start > 0:
+            f.seek(start - 1)
+            if f.read(1) != b"\n":  # start is inside a line: it belongs to the previous range
+                _to_line_end(f)
+        pos = f.tell()
+        rest = b""
+        while pos < stop:
+            chunk = f.read(min(batch_bytes, stop - pos))
+            if not chunk:
+                break
+            pos += len(chunk)
+            buf = rest + chunk if rest else chunk
+            cut = buf.rfind(b"\n") + 1
+            if cut == len(buf):
+                yield buf
+                rest = b""
+            elif cut:
+                yield buf[:cut]
+                rest = buf[cut:]
+            else:
+                rest = buf
+        if rest:  # the last line started before stop: read it to its end
+            yield rest + _to_line_end(f)
+
+
+def _to_line_end(f: BinaryIO) -> bytes:
+    """Read up to and including the next newline (or to the end of the file)."""
+    parts = []
+    while piece := f.read(_SCAN):
+        cut = piece.find(b"\n")
+        if cut >= 0:
+            parts.append(piece[: cut + 1])
+            f.seek(cut + 1 - len(piece), 1)
+            break
+        parts.append(piece)
+    return b"".join(parts)
+
+
+class _Broken(StreamBroken):
+    def __init__(self, broken: StreamBroken, partial: bytes) -> None:
+        super().__init__(broken.reason, broken.lost_bytes)
+        self.partial = partial
+
+
+def _stream_blocks(path: str, fmt: str, batch_bytes: int) -> Iterator[bytes | _Broken]:
+    """Whole-line blocks of a compressed file; a cut or damaged stream ends with a `_Broken`."""
+    pieces: list[bytes] = []
+    size = 0
+    try:
+        for piece in decompressed(path, fmt):
+            pieces.append(piece)
+            size += len(piece)
+            if size >= batch_bytes:
+                buf = b"".join(pieces)
+                cut = buf.rfind(b"\n") + 1
+                if cut:
+                    yield buf[:cut]
+                    pieces, size = [buf[cut:]], len(buf) - cut
+    except StreamBroken as broken:
+        buf = b"".join(pieces)
+        cut = buf.rfind(b"\n") + 1
+        if cut:
+            yield buf[:cut]
+        yield _Broken(broken, buf[cut:])
+        return
+    buf = b"".join(pieces)
+    if buf:
+        yield buf

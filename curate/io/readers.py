@@ -1,0 +1,70 @@
+"""Reading one partition into record batches with exactly `FieldSpec.schema()`.
+
+The one entry point the engines call; it checks that the input is still the one
+that was discovered (same size and modification time, so a file rewritten
+mid-run cannot mix two versions into one dataset) and dispatches by format.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+from curate.errors import CurateError
+from curate.io.batches import ID, TEXT, FieldSpec, ReadChunk
+from curate.io.columnar import read_columnar
+from curate.io.jsonl import read_jsonl
+from curate.io.partitions import Partition
+from curate.io.records import ErrorSink
+from curate.io.textfiles import read_text_folder
+
+
+def read_partition(
+    part: Partition,
+    fields: FieldSpec,
+    *,
+    on_error: str = "quarantine",
+    batch_bytes: int = 8 << 20,
+    use_threads: bool = False,
+) -> Iterator[ReadChunk]:
+    """The partition's documents in input order, in batches of about batch_bytes of text.
+
+    Bad records are returned in each chunk's `quarantined` (on_error="quarantine")
+    or stop the read with a CurateError naming file and line (on_error="fail").
+    `use_threads` lets Arrow parse with its CPU pool (`pa.set_cpu_count`); leave it
+    off when the engine already runs one worker process per core.
+    """
+    sink = ErrorSink(part.input.name, on_error)
+    if batch_bytes < 1:
+        raise ValueError(f"batch_bytes must be positive, not {batch_bytes}")
+    clash = {ID, TEXT} & set(fields.keep_fields)
+    if clash:
+        raise CurateError(
+            f"kept field {sorted(clash)[0]!r} would replace the document's own column; "
+            "rename it in the input or drop it from the recipe's fields"
+        )
+    fmt = part.input.format
+    if fmt in ("jsonl", "jsonl.gz", "jsonl.zst"):
+        _check_unchanged(part)
+        yield from read_jsonl(part, fields, sink, batch_bytes, use_threads)
+    elif fmt in ("parquet", "arrow", "hf_disk"):
+        if fmt != "hf_disk":
+            _check_unchanged(part)
+        yield from read_columnar(part, fields, sink, batch_bytes, use_threads)
+    elif fmt == "text_folder":
+        yield from read_text_folder(part, fields, sink, batch_bytes)
+    else:
+        raise ValueError(f"unknown input format {fmt!r}")
+
+
+def _check_unchanged(part: Partition) -> None:
+    inp = part.input
+    try:
+        st = os.stat(inp.path)
+    except OSError as exc:
+        raise CurateError(f"input {inp.name!r} cannot be read: {exc.strerror or exc}") from None
+    if (st.st_size, st.st_mtime_ns) != (inp.size, inp.mtime_ns):
+        raise CurateError(
+            f"input {inp.name!r} changed while curate was running "
+            "(its size or modification time differs from when inputs were listed); run again"
+        )

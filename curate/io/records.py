@@ -1,0 +1,112 @@
+"""Record-level helpers every reader shares: the on_error policy, derived ids, finding bad rows.
+
+Readers convert whole batches in C and only fall back to per-record work when a
+batch contains something bad; `split_good` is that fallback's search, halving a
+failing range until the failing records are isolated, so its cost grows with the
+number of bad records rather than the size of the batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.errors import CurateError
+from curate.io.batches import QuarantineRecord
+
+ON_ERROR = ("quarantine", "fail")
+
+R = TypeVar("R")
+
+
+class ErrorSink:
+    """Collects one input's bad records, or stops the run at the first one when on_error is fail.
+
+    Records are released per chunk in line order, so with on_error="fail" the error
+    names the earliest bad record of the block being read, whichever check found it.
+    """
+
+    def __init__(self, file: str, on_error: str) -> None:
+        if on_error not in ON_ERROR:
+            raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+        self.file = file
+        self.fail = on_error == "fail"
+        self._records: list[QuarantineRecord] = []
+
+    def bad(self, line: int | None, reason: str, nbytes: int = 0, file: str | None = None) -> None:
+        self._records.append(QuarantineRecord(file or self.file, line, reason, nbytes))
+
+    def take(self) -> list[QuarantineRecord]:
+        records = sorted(self._records, key=lambda r: -1 if r.line is None else r.line)
+        self._records = []
+        if self.fail and records:
+            first = records[0]
+            where = first.file if first.line is None else f"{first.file}:{first.line}"
+            raise CurateError(f"{where}: {first.reason}")
+        return records
+
+
+def derived_ids(name: str, sep: str, numbers: pa.Array) -> pa.Array:
+    """`name + sep + str(number)` for each number, built in C."""
+    return pc.binary_join_element_wise(
+        pa.scalar(name + sep, pa.string()), pc.cast(numbers, pa.string()), ""
+    )
+
+
+def split_good(
+    n: int, attempt: Callable[[int, int], R | None]
+) -> tuple[list[tuple[int, int, R]], list[int]]:
+    """Partition [0, n) into ranges where `attempt(lo, hi)` succeeds and single failing indices.
+
+    `attempt` must fail on a range exactly when it fails on some index in it. Returns
+    the successful ranges (in order, with their results) and the failing indices.
+    """
+    good: list[tuple[int, int, R]] = []
+    bad: list[int] = []
+    stack = [(0, n)]
+    while stack:
+        lo, hi = stack.pop()
+        if hi <= lo:
+            continue
+        result = attempt(lo, hi)
+        if result is not None:
+            good.append((lo, hi, result))
+        elif hi - lo == 1:
+            bad.append(lo)
+        else:
+            mid = (lo + hi) // 2
+            stack.append((mid, hi))
+            stack.append((lo, mid))
+    good.sort(key=lambda g: g[0])
+    bad.sort()
+    return good, bad
+
+
+def kind(value: object) -> str:
+    """A JSON value's type as messages name it, e.g. `text field 'text' is int, not a string`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__
+
+
+_TYPE_NAMES = {"double": "float64", "float": "float32", "list<item: string>": "list<string>"}
+
+
+def type_name(dtype: pa.DataType) -> str:
+    """An Arrow type as the recipe spells it (float64, not double)."""
+    return _TYPE_NAMES.get(str(dtype), str(dtype))
+
+
+def empty_batch(schema: pa.Schema) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays([pa.array([], f.type) for f in schema], schema=schema)

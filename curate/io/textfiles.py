@@ -1,0 +1,68 @@
+"""Reading a folder of .txt/.md files, one document per file.
+
+A text file has no fields, so its id always derives from its path
+(`<folder name>/<relative path>`, whatever the recipe's id_field says: a recipe
+that mixes JSONL with a notes folder keeps working) and kept metadata fields are
+null. The text is the file's bytes decoded as UTF-8, minus a leading byte-order
+mark; line endings are left as they are, since normalising them is a stage's job.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from curate.errors import CurateError
+from curate.io import folders
+from curate.io.batches import FieldSpec, ReadChunk
+from curate.io.partitions import Partition
+from curate.io.records import ErrorSink
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def read_text_folder(
+    part: Partition, fields: FieldSpec, sink: ErrorSink, batch_bytes: int
+) -> Iterator[ReadChunk]:
+    inp = part.input
+    members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
+    schema = fields.schema()
+    ids: list[str] = []
+    texts: list[str] = []
+    pending = 0
+    for member in members[part.start : part.stop]:
+        doc_id = f"{inp.name}/{member.rel}"
+        data = _read(os.path.join(inp.path, member.rel), doc_id)
+        skip = len(_BOM) if data.startswith(_BOM) else 0
+        try:
+            text = data[skip:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            reason = f"invalid UTF-8 at byte {exc.start + skip} of the file"
+            sink.bad(None, reason, len(data), file=doc_id)
+            continue
+        ids.append(doc_id)
+        texts.append(text)
+        pending += len(data)
+        if pending >= batch_bytes:
+            yield ReadChunk(_batch(schema, ids, texts), sink.take())
+            ids, texts, pending = [], [], 0
+    quarantined = sink.take()
+    if ids or quarantined:
+        yield ReadChunk(_batch(schema, ids, texts), quarantined)
+
+
+def _read(path: str, doc_id: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as exc:
+        raise CurateError(f"{doc_id} cannot be read: {exc.strerror or exc}") from None
+
+
+def _batch(schema: pa.Schema, ids: list[str], texts: list[str]) -> pa.RecordBatch:
+    n = len(ids)
+    arrays = [pa.array(ids, pa.string()), pa.array(texts, pa.string())]
+    arrays += [pa.nulls(n, f.type) for f in list(schema)[2:]]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
