@@ -139,7 +139,10 @@ def targets(summaries: dict[tuple[int, str], Summary], sizes: list[int]) -> list
         if curate is None:
             found.append(Target(text, "curate not measured", None))
             continue
-        measured = f"{peer} / curate = {other.wall / curate.wall:.2f}x"
+        if peer == "floor":
+            measured = f"curate / floor = {curate.wall / other.wall:.2f}x"
+        else:
+            measured = f"{peer} / curate = {other.wall / curate.wall:.2f}x"
         found.append(Target(text, measured, other.wall >= factor * curate.wall))
     low, high = summaries.get((small, CURATE)), summaries.get((big, CURATE))
     if low and high and small != big:
