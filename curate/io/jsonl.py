@@ -40,12 +40,12 @@ def read_jsonl(
                 # `block.partial` is the unfinished last line, if any
                 nbytes = len(block.partial) or block.lost_bytes
                 sink.bad(line, block.reason, nbytes)
-                yield ReadChunk(parser.parse(b"", line), sink.take())
+                yield ReadChunk(parser.parse(b"", line)[0], sink.take())
                 return
             if i == 0 and part.start == 0 and block.startswith(_BOM):
                 block = block[len(_BOM) :]
-            batch = parser.parse(block, line)
-            line += block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+            batch, lines = parser.parse(block, line)
+            line += lines
             quarantined = sink.take()
             if batch.num_rows or quarantined:
                 yield ReadChunk(batch, quarantined)
@@ -66,16 +66,14 @@ def _range_blocks(path: str, start: int, stop: int, batch_bytes: int) -> Iterato
             if not chunk:
                 break
             pos += len(chunk)
-            buf = rest + chunk if rest else chunk
-            cut = buf.rfind(b"\n") + 1
-            if cut == len(buf):
-                yield buf
-                rest = b""
-            elif cut:
-                yield buf[:cut]
-                rest = buf[cut:]
-            else:
-                rest = buf
+            cut = chunk.rfind(b"\n") + 1
+            if not cut:
+                rest += chunk
+            elif cut == len(chunk) and not rest:
+                yield chunk
+            else:  # one copy: the carried partial line plus this chunk's whole lines
+                yield b"".join((rest, memoryview(chunk)[:cut]))
+                rest = chunk[cut:]
         if rest:  # the last line started before stop: read it to its end
             yield rest + _to_line_end(f)
 

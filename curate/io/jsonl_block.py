@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.json as pj
@@ -25,8 +26,6 @@ from curate.io.records import ErrorSink, derived_ids, empty_batch, kind, split_g
 
 _BOM = b"\xef\xbb\xbf"
 _WS = b" \t\r"
-# A line that may be blank: one that starts with JSON whitespace or is empty.
-_MAYBE_BLANK = re.compile(rb"\n[\n \t\r]")
 _MISSING = object()
 
 
@@ -58,14 +57,15 @@ class BlockParser:
         self._fixed = fixed
         self._keep_schema = pa.schema(list(keep.items()))
 
-    def parse(self, block: bytes, first_line: int) -> pa.RecordBatch:
-        """The documents of `block` (whole lines, the first numbered first_line)."""
-        return self._fast(block, first_line) or self._slow(block, first_line)
+    def parse(self, block: bytes, first_line: int) -> tuple[pa.RecordBatch, int]:
+        """The documents of `block` (whole lines, the first numbered first_line), and its lines."""
+        count, numbers, objects = _nonblank_lines(block, first_line)
+        batch = self._fast(block, numbers) if objects else None
+        return batch or self._slow(block, first_line), count
 
     # -- fast path ---------------------------------------------------------------------------
 
-    def _fast(self, block: bytes, first_line: int) -> pa.RecordBatch | None:
-        numbers = _nonblank_lines(block, first_line)
+    def _fast(self, block: bytes, numbers: Sequence[int]) -> pa.RecordBatch | None:
         if not numbers:
             return empty_batch(self.schema)
         if block.startswith(_BOM) or not (block.isascii() or _valid_utf8(block)):
@@ -85,7 +85,12 @@ class BlockParser:
                 return None
             ids = ids.cast(pa.string())
         arrays = [ids, text] + [table.column(f).combine_chunks() for f in fields.keep_fields]
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        batch = pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        try:  # cheap (GB/s), and guards against Arrow's reader building invalid arrays
+            batch.validate(full=True)
+        except pa.ArrowInvalid:
+            return None
+        return batch
 
     def _read_fast(self, block: bytes) -> pa.Table | None:
         for i, id_type in enumerate(self._id_types or [None]):
@@ -100,14 +105,19 @@ class BlockParser:
         return None
 
     def _arrow(self, data: bytes, schema: pa.Schema) -> pa.Table | None:
-        # One Arrow block per call: rows in a block stay in order with threads or without,
-        # and a line can never straddle a block boundary.
-        opts = pj.ReadOptions(use_threads=self.use_threads, block_size=max(len(data), 1 << 16))
+        # Without threads the block is one Arrow block. With threads it is cut into
+        # a few per core, which fails if a line is longer than a piece: then whole.
+        sizes = [max(len(data), 1 << 16)]
+        if self.use_threads and len(data) > 4 << 20:
+            sizes.insert(0, max(len(data) // (2 * pa.cpu_count()), 1 << 20))
         parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-        try:
-            return pj.read_json(io.BytesIO(data), read_options=opts, parse_options=parse)
-        except pa.ArrowException:
-            return None
+        for size in sizes:
+            opts = pj.ReadOptions(use_threads=self.use_threads, block_size=size)
+            try:
+                return pj.read_json(io.BytesIO(data), read_options=opts, parse_options=parse)
+            except pa.ArrowException:
+                continue
+        return None
 
     # -- slow path ---------------------------------------------------------------------------
 
@@ -221,15 +231,29 @@ def _fits(value: object, dtype: pa.DataType) -> bool:
     return True  # other types: Arrow decides
 
 
-def _nonblank_lines(block: bytes, first_line: int) -> list[int] | range:
-    """Numbers of the lines of `block` that hold something other than JSON whitespace."""
-    count = block.count(b"\n") + (0 if block.endswith(b"\n") or not block else 1)
-    if block[:1] not in (b"\n", b" ", b"\t", b"\r") and not _MAYBE_BLANK.search(block):
-        return range(first_line, first_line + count)
+def _nonblank_lines(block: bytes, first_line: int) -> tuple[int, Sequence[int], bool]:
+    """Lines in `block`, the numbers of those that are not blank, and whether all of those
+    start with `{` (else the block goes to the slow path: Arrow's reader crashes on a block
+    whose first value is a top-level `null`, apache/arrow#47409).
+
+    The common case, every line starting with `{`, is settled by one vectorised pass;
+    only blocks with other lines are split in Python.
+    """
+    import numpy as np
+
+    data = np.frombuffer(block, np.uint8)
+    newlines = np.flatnonzero(data == 10)
+    count = len(newlines) + (0 if block.endswith(b"\n") or not block else 1)
+    starts = data[newlines[newlines + 1 < len(data)] + 1]
+    if block[:1] == b"{" and bool((starts == 123).all()):
+        return count, range(first_line, first_line + count), True
     lines = block.split(b"\n")
     if block.endswith(b"\n"):
         lines.pop()
-    return [first_line + i for i, line in enumerate(lines) if line.strip(_WS)]
+    stripped = [(first_line + i, line.lstrip(_WS)) for i, line in enumerate(lines)]
+    numbers = [n for n, line in stripped if line.rstrip(_WS)]
+    objects = all(line.startswith(b"{") for _, line in stripped if line.rstrip(_WS))
+    return count, numbers, objects
 
 
 def _valid_utf8(data: bytes) -> bool:
