@@ -101,7 +101,13 @@ def _raw_batches(
         else:
             members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
             for m in members[part.start : part.stop]:
-                for raw in _ipc_batches(os.path.join(inp.path, m.rel)):
+                path = os.path.join(inp.path, m.rel)
+                st = os.stat(path)
+                if (st.st_size, st.st_mtime_ns) != (m.size, m.mtime_ns):
+                    raise CurateError(
+                        f"shard {m.rel!r} of input {inp.name!r} changed while curate was running"
+                    )
+                for raw in _ipc_batches(path):
                     yield raw.schema, raw
     except (pa.ArrowException, OSError) as exc:
         raise CurateError(f"input {inp.name!r} cannot be read as {inp.format}: {exc}") from None

@@ -34,7 +34,7 @@ def read_text_folder(
     pending = 0
     for member in members[part.start : part.stop]:
         doc_id = f"{inp.name}/{member.rel}"
-        data = _read(os.path.join(inp.path, member.rel), doc_id)
+        data = _read(os.path.join(inp.path, member.rel), member, doc_id)
         skip = len(_BOM) if data.startswith(_BOM) else 0
         try:
             text = data[skip:].decode("utf-8")
@@ -53,9 +53,15 @@ def read_text_folder(
         yield ReadChunk(_batch(schema, ids, texts), quarantined)
 
 
-def _read(path: str, doc_id: str) -> bytes:
+def _read(path: str, member: folders.Member, doc_id: str) -> bytes:
     try:
         with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if (st.st_size, st.st_mtime_ns) != (member.size, member.mtime_ns):
+                raise CurateError(
+                    f"{doc_id} changed while curate was running "
+                    "(its size or modification time differs from when inputs were listed)"
+                )
             return f.read()
     except OSError as exc:
         raise CurateError(f"{doc_id} cannot be read: {exc.strerror or exc}") from None
