@@ -51,6 +51,10 @@ class FileRecord(_Model):
     rows: int
     bytes: int
     sha256: str
+    tokens: int | None = Field(None, description="Token ids in the shard (tokenized data).")
+    documents: int | None = Field(
+        None, description="Packed shards: documents whose last token is in this shard."
+    )
 
 
 class Counts(_Model):
@@ -80,6 +84,7 @@ class Manifest(_Model):
     rejected: list[FileRecord]
     quarantine: list[FileRecord]
     counts: Counts
+    tokens: int | None = Field(None, description="Token ids in all shards (tokenized data).")
     software: dict[str, str]
     host: dict[str, Any]
     engine: dict[str, Any]

@@ -20,10 +20,11 @@ import xxhash
 
 from curate.engines.job import Job, ProgressFn, no_progress
 from curate.errors import CurateError
-from curate.fingerprint import fingerprint
+from curate.fingerprint import fingerprint, stage_software
 from curate.io.batches import FieldSpec
 from curate.io.hf_layout import write_hf_files
 from curate.io.inputs import InputFile, discover_inputs
+from curate.io.packing import packing_for
 from curate.io.partitions import plan_partitions
 from curate.manifest import Counts, FileRecord, InputRecord, Manifest, StageRecord, reconcile
 from curate.plan import check_columns, make_plan
@@ -43,7 +44,10 @@ def _load(recipe: Recipe | str | os.PathLike[str]) -> Recipe:
 def build_stages(recipe: Recipe) -> list[Stage]:
     context = StageContext
     return [
-        spec.stage_class(spec.params, context(text_field=recipe.text_field, position=i))
+        spec.stage_class(
+            spec.params,
+            context(text_field=recipe.text_field, position=i, base_dir=str(recipe.base_dir)),
+        )
         for i, spec in enumerate(recipe.stages)
     ]
 
@@ -126,6 +130,7 @@ def _build(
         fsync=recipe.output.fsync,
         file_mode=int(recipe.output.file_mode, 8),
         write_rejected=recipe.output.rejected,
+        packing=packing_for(stages),
     )
     engine = _engine(recipe, workers)
     log.info("building %s (%d partitions, fingerprint %s)", recipe.name, len(partitions), fp[:12])
@@ -157,6 +162,7 @@ def _build(
             rejected=side["rejected"],
             quarantine=side["quarantine"],
             counts=counts,
+            tokens=_tokens(shards),
             software=versions(_library_versions(stages)),
             host=host(),
             engine={"kind": engine.kind, "workers": getattr(engine, "workers", None)},
@@ -178,6 +184,12 @@ def _build(
     shutil.rmtree(staging, ignore_errors=True)
     log.info("published %s", path)
     return Version(path)
+
+
+def _tokens(shards: list[FileRecord]) -> int | None:
+    """Total token ids written, when the shards hold tokens."""
+    counted = [s.tokens for s in shards if s.tokens is not None]
+    return sum(counted) if counted else None
 
 
 def _strip(path: str, prefix: str) -> str:
@@ -216,7 +228,9 @@ def _counts(stages: list[Stage], records: list[list[dict[str, Any]]]) -> Counts:
     first = records[0]
     quarantined = sum(r["quarantined"] for r in first)
     documents = sum(r["read"] for r in first)
-    written = sum(s["rows"] for r in records[-1] for s in r["files"].get("shards", []))
+    written = sum(
+        s.get("documents", s["rows"]) for r in records[-1] for s in r["files"].get("shards", [])
+    )
     removed: dict[str, dict[str, int]] = {}
     for i, stage in enumerate(stages):
         total: Counter[str] = Counter()
@@ -237,6 +251,7 @@ def _counts(stages: list[Stage], records: list[list[dict[str, Any]]]) -> Counts:
 
 
 def _stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
+    software = stage_software(stages)
     out = []
     for i, stage in enumerate(stages):
         agg: dict[str, Any] = {"docs_in": 0, "docs_out": 0, "changed": 0, "seconds": 0.0}
@@ -262,7 +277,7 @@ def _stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
                 params=stage.params.model_dump(mode="json"),
                 removed=dict(sorted(removed.items())),
                 seconds=round(seconds, 4),
-                software=dict(stage.software()),
+                software=software[i],
                 details=details,
                 **agg,
             )

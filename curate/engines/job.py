@@ -11,6 +11,7 @@ import pyarrow as pa
 
 from curate.engines.tasks import PassTask
 from curate.io.batches import FieldSpec
+from curate.io.packing import PackSpec
 from curate.io.partitions import Partition
 from curate.plan import Segment
 
@@ -36,6 +37,7 @@ class Job:
     fsync: bool = True
     file_mode: int = 0o640
     write_rejected: bool = True
+    packing: PackSpec | None = None  # rows packed per partition by the shard writer
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
         seg = self.segments[pass_index]
@@ -56,6 +58,7 @@ class Job:
             fsync=self.fsync,
             file_mode=self.file_mode,
             write_rejected=self.write_rejected,
+            packing=self.packing,
         )
 
 

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
+from curate.io.packing import PackSpec
 from curate.io.partitions import Partition
 from curate.io.readers import read_partition
 from curate.io.shards import ShardWriter, read_stream, write_table
@@ -75,6 +76,7 @@ class PassTask:
     write_rejected: bool = True
     batch_bytes: int = 8 << 20
     extra: dict[str, Any] = field(default_factory=dict)
+    packing: PackSpec | None = None
 
     @property
     def final(self) -> bool:
@@ -161,6 +163,7 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
             shards, part.index, task.final_schema, task.shard_bytes,
             fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging,
         )  # fmt: skip
+    packer = task.packing.start(part.index) if writer and task.packing else None
 
     for batch in _source_batches(task, record):
         if previous is not None and drop_ids is not None:
@@ -190,7 +193,11 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
         if batch.num_rows == 0:
             continue
         if writer is not None:
-            writer.write(batch.drop_columns([ORDER]))
+            if packer is None:
+                writer.write(batch.drop_columns([ORDER]))
+            else:
+                for rows, ended in packer.feed(batch.drop_columns([ORDER])):
+                    writer.write(rows, documents=ended)
             continue
         assert task.barrier is not None
         if data_writer is None:
@@ -206,6 +213,8 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
         summary_writer.write_batch(summary)
 
     if writer is not None:
+        for rows, ended in packer.flush() if packer is not None else ():
+            writer.write(rows, documents=ended)
         record["files"]["shards"] = [s.to_dict() for s in writer.close()]
     for w in (data_writer, summary_writer):
         if w is not None:

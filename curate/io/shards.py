@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @dataclass(frozen=True)
@@ -25,9 +26,11 @@ class ShardInfo:
     rows: int
     bytes: int
     sha256: str
+    tokens: int | None = None  # shards with a num_tokens column: their sum
+    documents: int | None = None  # packed shards: documents whose last token is here
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 class _HashingFile:
@@ -98,15 +101,21 @@ class ShardWriter:
         self._writer: pa.ipc.RecordBatchStreamWriter | None = None
         self._path: Path | None = None
         self._rows = 0
+        self._counts_tokens = "num_tokens" in schema.names
+        self._tokens = 0
+        self._documents = 0
+        self._packed = False
 
     def _open(self) -> None:
         name = f"{self.prefix}-{self.partition:05d}-{len(self.shards):05d}.arrow"
         self._path = self.folder / name
         self._file = _HashingFile(self._path, self.file_mode)
         self._writer = pa.ipc.new_stream(self._file, self.schema)
-        self._rows = 0
+        self._rows = self._tokens = self._documents = 0
 
-    def write(self, batch: pa.RecordBatch) -> None:
+    def write(self, batch: pa.RecordBatch, *, documents: int | None = None) -> None:
+        """Append rows; `documents` is how many documents they complete, when not one per row
+        (packed rows)."""
         if batch.num_rows == 0:
             return
         if batch.schema != self.schema:
@@ -116,6 +125,10 @@ class ShardWriter:
         assert self._writer is not None and self._file is not None
         self._writer.write_batch(batch)
         self._rows += batch.num_rows
+        self._documents += batch.num_rows if documents is None else documents
+        self._packed = self._packed or documents is not None
+        if self._counts_tokens:
+            self._tokens += int(pc.sum(batch.column("num_tokens")).as_py() or 0)
         if self._file.size >= self.target_bytes:
             self._close_current()
 
@@ -125,7 +138,10 @@ class ShardWriter:
         self._writer.close()
         self._file.close(fsync=self.fsync)
         rel = self._path.relative_to(self.relative_to).as_posix()
-        self.shards.append(ShardInfo(rel, self._rows, self._file.size, self._file.sha.hexdigest()))
+        tokens = self._tokens if self._counts_tokens else None
+        documents = self._documents if self._packed else None
+        digest = self._file.sha.hexdigest()
+        self.shards.append(ShardInfo(rel, self._rows, self._file.size, digest, tokens, documents))
         self._writer = self._file = self._path = None
 
     def close(self) -> list[ShardInfo]:

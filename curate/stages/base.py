@@ -54,6 +54,7 @@ class StageContext:
 
     text_field: str = "text"
     position: int = 0
+    base_dir: str = "."  # the recipe's folder: a stage's relative paths (a tokenizer) start here
 
 
 @dataclass

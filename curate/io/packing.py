@@ -1,0 +1,163 @@
+"""Packing tokenized documents into fixed-length rows, per partition, in the shard writer.
+
+Packing must see a partition's documents in order, so it runs where the shards are
+written, never in a map stage: the rows are then the same whatever the batch sizes of
+the engine. Documents are concatenated in input order (each already ends with its EOS
+separator when the policy adds one) and cut every `seq_len` tokens; a document may
+span rows. The last row of a partition is shorter; no token is dropped or repeated.
+
+Each packed row records which documents it holds: `doc_ids` (in order), `doc_starts`
+(where each one's tokens begin in the row) and `first_doc_offset` (how many tokens of
+the first document came before this row). All of it is vectorised with numpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+import pyarrow as pa
+
+from curate.errors import CurateError
+
+TOKENS = "input_ids"
+NUM_TOKENS = "num_tokens"
+
+
+@dataclass(frozen=True)
+class PackSpec:
+    """What the shard writer needs to pack: the row length and the token type."""
+
+    seq_len: int
+    id_type: pa.DataType
+
+    def output_schema(self) -> pa.Schema:
+        return pa.schema(
+            [
+                pa.field("id", pa.string()),
+                pa.field(TOKENS, pa.list_(self.id_type)),
+                pa.field(NUM_TOKENS, pa.int32()),
+                pa.field("doc_ids", pa.list_(pa.string())),
+                pa.field("doc_starts", pa.list_(pa.int32())),
+                pa.field("first_doc_offset", pa.int64()),
+            ]
+        )
+
+    def start(self, partition: int) -> Packer:
+        return Packer(self, partition)
+
+
+class AsksForPacking(Protocol):
+    def pack_spec(self) -> PackSpec | None: ...
+
+
+def packing_for(stages: Sequence[Any]) -> PackSpec | None:
+    """The packing a recipe asks for: only its last stage may ask (packing ends the data)."""
+    found = None
+    for i, stage in enumerate(stages):
+        ask = getattr(stage, "pack_spec", None)
+        spec = ask() if callable(ask) else None
+        if spec is None:
+            continue
+        if i != len(stages) - 1:
+            raise CurateError(
+                f"stages[{i}] {stage.name} packs rows, so it must be the last stage "
+                f"(stages[{i + 1}] {stages[i + 1].name} comes after it)"
+            )
+        found = spec
+    return found
+
+
+class Packer:
+    """Packs one partition: `feed` batches in order, then `flush` the short last row.
+
+    Both yield `(packed rows, documents ended)`: the number of input documents whose
+    last token is in those rows, so the manifest can still count documents written.
+    """
+
+    def __init__(self, spec: PackSpec, partition: int) -> None:
+        self.spec = spec
+        self.partition = partition
+        self.rows = 0
+        self._tokens = np.empty(0, np.uint32)
+        self._ids = pa.array([], pa.string())
+        self._lengths = np.empty(0, np.int64)  # tokens of each carried document still to emit
+        self._first_offset = 0  # tokens of the first carried document already emitted
+
+    def feed(self, batch: pa.RecordBatch) -> Iterator[tuple[pa.RecordBatch, int]]:
+        column = batch.column(TOKENS)
+        lengths = np.diff(column.offsets.to_numpy()).astype(np.int64)
+        if (lengths == 0).any():
+            raise CurateError("packing: a document has no tokens (tokenize removes empty ones)")
+        values = column.flatten().to_numpy(zero_copy_only=False)
+        tokens = np.concatenate([self._tokens, values.astype(np.uint32, copy=False)])
+        ids = pa.concat_arrays([self._ids, batch.column("id").cast(pa.string())])
+        lengths = np.concatenate([self._lengths, lengths])
+        yield from self._emit(tokens, ids, lengths, final=False)
+
+    def flush(self) -> Iterator[tuple[pa.RecordBatch, int]]:
+        yield from self._emit(self._tokens, self._ids, self._lengths, final=True)
+        self._tokens = np.empty(0, np.uint32)
+        self._ids = pa.array([], pa.string())
+        self._lengths = np.empty(0, np.int64)
+
+    def _emit(
+        self, tokens: np.ndarray, ids: pa.Array, lengths: np.ndarray, final: bool
+    ) -> Iterator[tuple[pa.RecordBatch, int]]:
+        L = self.spec.seq_len
+        total = len(tokens)
+        n_rows = -(-total // L) if final else total // L
+        cut = total if final else n_rows * L
+        ends = np.cumsum(lengths)
+        starts = ends - lengths
+        done = int(np.searchsorted(ends, cut, side="right")) if len(ends) else 0
+        if n_rows:
+            yield self._rows(tokens[:cut], ids, starts, ends, n_rows), done
+        # Carry what is left: the documents not yet finished, and their unwritten tokens.
+        first = self._first_offset
+        self._tokens = tokens[cut:]
+        self._ids = ids.slice(done)
+        rest_starts = np.maximum(starts[done:], cut)
+        self._lengths = ends[done:] - rest_starts
+        if done < len(ends) and starts[done] < cut:
+            self._first_offset = cut - int(starts[done]) + (first if done == 0 else 0)
+        else:
+            self._first_offset = first if done == 0 else 0
+
+    def _rows(
+        self, tokens: np.ndarray, ids: pa.Array, starts: np.ndarray, ends: np.ndarray, n: int
+    ) -> pa.RecordBatch:
+        L = self.spec.seq_len
+        row_start = np.arange(n, dtype=np.int64) * L
+        row_end = np.minimum(row_start + L, len(tokens))
+        # Documents overlapping row r: those ending after its start and starting before its end.
+        first = np.searchsorted(ends, row_start, side="right")
+        last = np.searchsorted(starts, row_end, side="left")
+        counts = last - first
+        member_docs = np.repeat(first - np.cumsum(counts) + counts, counts) + np.arange(
+            counts.sum()
+        )
+        list_offsets = pa.array(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        row_of_member = np.repeat(np.arange(n), counts)
+        in_row = np.maximum(starts[member_docs] - row_start[row_of_member], 0).astype(np.int32)
+        offset0 = row_start - starts[first]
+        offset0[first == 0] += self._first_offset
+        lengths = (row_end - row_start).astype(np.int32)
+        token_offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
+        row_ids = [f"pack-{self.partition:05d}-{self.rows + i:09d}" for i in range(n)]
+        self.rows += n
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array(row_ids, pa.string()),
+                pa.ListArray.from_arrays(
+                    token_offsets, pa.array(tokens.astype(self.spec.id_type.to_pandas_dtype()))
+                ),
+                pa.array(lengths, pa.int32()),
+                pa.ListArray.from_arrays(list_offsets, ids.take(pa.array(member_docs))),
+                pa.ListArray.from_arrays(list_offsets, pa.array(in_row, pa.int32())),
+                pa.array(offset0, pa.int64()),
+            ],
+            schema=self.spec.output_schema(),
+        )

@@ -1,0 +1,133 @@
+"""What a recipe names as its tokenizer, resolved to files on disk and a tokenizer family.
+
+Families and how each is recognised:
+
+- `tokenizer.json`: a Hugging Face `tokenizers` file (a JSON object with a `model` key);
+- `sentencepiece`: a SentencePiece model proto (`*.model`, `tokenizer.model.v1`, ...);
+- `tekken`: Mistral's tekken JSON (a JSON object with `config.pattern` and `vocab`);
+- `tiktoken`: a tiktoken ranks file (`*.tiktoken`: base64 token and rank per line).
+
+A folder is searched in that order of preference: `tokenizer.json` (what the model's
+users load), then a SentencePiece model, then tekken, then a ranks file; its
+`tokenizer_config.json` (BOS/EOS settings) is read when present. A name that is not a
+path but looks like `org/model` is looked up in the local Hugging Face cache, offline.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from curate.errors import CurateError
+
+Kind = Literal["tokenizer.json", "sentencepiece", "tekken", "tiktoken"]
+KINDS: tuple[Kind, ...] = ("tokenizer.json", "sentencepiece", "tekken", "tiktoken")
+
+_SPM_NAMES = ("tokenizer.model", "spiece.model", "sentencepiece.model")
+
+
+@dataclass(frozen=True)
+class TokenizerSource:
+    """The files a tokenizer is made of: the one that maps text to ids, and its config."""
+
+    origin: str  # what the recipe said
+    kind: Kind
+    main: Path  # the file that determines the ids
+    config: Path | None = None  # tokenizer_config.json, when one sits beside it
+    extra: tuple[Path, ...] = field(default_factory=tuple)  # special_tokens_map.json, ...
+
+    @property
+    def files(self) -> list[Path]:
+        return [p for p in (self.main, self.config, *self.extra) if p is not None]
+
+
+def _json_head_kind(path: Path) -> Kind | None:
+    """tokenizer.json or tekken, from the file's top-level keys."""
+    try:
+        with open(path, "rb") as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    if "model" in data:
+        return "tokenizer.json"
+    if "vocab" in data and isinstance(data.get("config"), dict) and "pattern" in data["config"]:
+        return "tekken"
+    return None
+
+
+def _file_kind(path: Path) -> Kind:
+    name = path.name
+    if name.endswith(".tiktoken"):
+        return "tiktoken"
+    if name.endswith(".json"):
+        kind = _json_head_kind(path)
+        if kind is None:
+            raise CurateError(
+                f"tokenizer {path}: a JSON file that is neither a tokenizer.json "
+                "(no 'model' key) nor a tekken file (no 'config.pattern' and 'vocab')"
+            )
+        return kind
+    if ".model" in name:  # tokenizer.model, tokenizer.model.v1, spiece.model
+        return "sentencepiece"
+    with open(path, "rb") as f:
+        head = f.read(200)
+    kind = _json_head_kind(path) if head[:1] == b"{" else "tiktoken"
+    if kind is None:
+        raise CurateError(f"tokenizer {path}: JSON of an unknown tokenizer format")
+    return kind
+
+
+def _in_folder(folder: Path, origin: str) -> TokenizerSource:
+    config = folder / "tokenizer_config.json"
+    cfg = config if config.is_file() else None
+    extra = tuple(p for p in (folder / "special_tokens_map.json",) if p.is_file())
+    candidates: list[tuple[Kind, Path]] = [("tokenizer.json", folder / "tokenizer.json")]
+    candidates += [("sentencepiece", folder / n) for n in _SPM_NAMES]
+    candidates += [("tekken", p) for p in sorted(folder.glob("tekken*.json"))]
+    candidates += [("sentencepiece", p) for p in sorted(folder.glob("*.model*"))]
+    candidates += [("tiktoken", p) for p in sorted(folder.glob("*.tiktoken"))]
+    for kind, path in candidates:
+        if path.is_file():
+            return TokenizerSource(origin, kind, path, cfg, extra)
+    raise CurateError(
+        f"tokenizer folder {folder} holds no tokenizer.json, SentencePiece .model, "
+        "tekken .json or .tiktoken file"
+    )
+
+
+def resolve_source(source: str, base_dir: str | Path = ".", kind: str = "auto") -> TokenizerSource:
+    """The tokenizer files a recipe's `source` names; paths are relative to `base_dir`."""
+    path = Path(source).expanduser()
+    if not path.is_absolute():
+        path = Path(base_dir) / path
+    if path.is_dir():
+        found = _in_folder(path.resolve(), source)
+    elif path.is_file():
+        path = path.resolve()
+        config = path.parent / "tokenizer_config.json"
+        found = TokenizerSource(
+            source, _file_kind(path), path, config if config.is_file() else None
+        )
+    elif _looks_like_hub_id(source):
+        from curate.tokenizers.hub import cached_snapshot
+
+        found = _in_folder(cached_snapshot(source), source)
+    else:
+        raise CurateError(
+            f"tokenizer '{source}' not found: no such file or folder (relative to {base_dir}), "
+            "and not a model id in the local Hugging Face cache"
+        )
+    if kind != "auto" and kind != found.kind:
+        if kind not in KINDS:
+            raise CurateError(f"tokenizer kind '{kind}' is not one of {', '.join(KINDS)}")
+        return TokenizerSource(found.origin, kind, found.main, found.config, found.extra)
+    return found
+
+
+def _looks_like_hub_id(source: str) -> bool:
+    parts = source.split("/")
+    return len(parts) == 2 and all(p and not p.startswith(".") for p in parts)

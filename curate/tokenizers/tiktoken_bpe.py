@@ -1,0 +1,147 @@
+"""Byte-level BPE from ranks: tiktoken ranks files (GPT style) and Mistral tekken JSON.
+
+Both are encoded with `tiktoken`, built from the local file (tiktoken fetches only
+`://` paths, and this module never hands it one). `encode_ordinary_batch` never
+treats text as special tokens, so `<|endoftext|>` in a document is encoded as text.
+Tekken ids are tiktoken ranks plus the number of reserved special tokens, exactly as
+mistral-common's `Tekkenizer.encode` computes them.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from curate.errors import CurateError
+from curate.tokenizers.encoders import Encoder, ModelDefaults, config_defaults, flatten
+from curate.tokenizers.source import TokenizerSource
+
+# Tekken files of format version <= v7 carry no special token list; these are the ones
+# mistral-common assumes for them (the rest of the reserved ranks are fillers).
+_TEKKEN_LEGACY_SPECIAL = {"<unk>": 0, "<s>": 1, "</s>": 2, "[INST]": 3, "[/INST]": 4}
+
+
+@dataclass
+class _BPEEncoder(Encoder):
+    _enc: Any = None
+    offset: int = 0
+
+    def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self.threads > 1:
+            lists = self._enc.encode_ordinary_batch(texts, num_threads=self.threads)
+        else:  # no thread pool for one thread
+            lists = list(map(self._enc.encode_ordinary, texts))
+        return flatten(lists, self.offset)
+
+
+@dataclass
+class TekkenEncoder(_BPEEncoder):
+    @classmethod
+    def load(cls, source: TokenizerSource, threads: int) -> TekkenEncoder:
+        import tiktoken
+
+        data = json.loads(source.main.read_text(encoding="utf-8"))
+        config = data["config"]
+        num_special = int(config["default_num_special_tokens"])
+        vocab_size = int(config["default_vocab_size"])
+        inner = vocab_size - num_special
+        vocab = data["vocab"][:inner]
+        ranks = {base64.b64decode(t["token_bytes"]): int(t["rank"]) for t in vocab}
+        if sorted(ranks.values()) != list(range(inner)):
+            raise CurateError(f"tekken file {source.main}: ranks are not 0..{inner - 1}")
+        listed = data.get("special_tokens")
+        special = (
+            {t["token_str"]: int(t["rank"]) for t in listed}
+            if listed is not None
+            else dict(_TEKKEN_LEGACY_SPECIAL)
+        )
+        enc = tiktoken.Encoding(
+            name=source.main.stem,
+            pat_str=config["pattern"],
+            mergeable_ranks=ranks,
+            special_tokens={},
+        )
+        return cls(
+            source=source,
+            threads=threads,
+            library=f"tiktoken {tiktoken.__version__} encode_ordinary_batch",
+            vocab_size=vocab_size,
+            special=special,
+            defaults=config_defaults(
+                source, ModelDefaults("<s>", "</s>", True, "tekken: Mistral models start with BOS")
+            ),
+            _enc=enc,
+            offset=num_special,
+        )
+
+
+def read_ranks(path: Any) -> dict[bytes, int]:
+    """A tiktoken ranks file: one `base64-token rank` pair per line."""
+    ranks = {}
+    with open(path, "rb") as f:
+        for line in f:
+            if line.strip():
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def _preset(name: str) -> tuple[str, dict[str, int]] | None:
+    """The split pattern and special tokens of a tiktoken preset (`cl100k_base`, ...),
+    read from tiktoken's own definitions with its download step replaced by nothing."""
+    try:
+        import tiktoken_ext.openai_public as public
+    except ImportError:
+        return None
+    make = public.ENCODING_CONSTRUCTORS.get(name)
+    if make is None:
+        return None
+    real = public.load_tiktoken_bpe
+    public.load_tiktoken_bpe = lambda *a, **k: {}
+    try:
+        spec = make()
+    finally:
+        public.load_tiktoken_bpe = real
+    return str(spec["pat_str"]), dict(spec["special_tokens"])
+
+
+@dataclass
+class TiktokenEncoder(_BPEEncoder):
+    pattern: str = ""
+
+    @classmethod
+    def load(
+        cls, source: TokenizerSource, threads: int, pattern: str | None, special: dict[str, int]
+    ) -> TiktokenEncoder:
+        import tiktoken
+
+        preset = _preset(pattern or source.main.name.split(".")[0])
+        if preset is not None:
+            pat, preset_special = preset
+            special = {**preset_special, **special}
+        elif pattern:
+            pat = pattern
+        else:
+            raise CurateError(
+                f"tiktoken ranks file {source.main}: give its split pattern "
+                "(tokenize.pattern: a regex, or a preset name such as cl100k_base)"
+            )
+        ranks = read_ranks(source.main)
+        enc = tiktoken.Encoding(
+            name=source.main.stem, pat_str=pat, mergeable_ranks=ranks, special_tokens=special
+        )
+        eos = next((t for t in ("<|endoftext|>", "</s>") if t in special), None)
+        return cls(
+            source=source,
+            threads=threads,
+            library=f"tiktoken {tiktoken.__version__} encode_ordinary_batch",
+            vocab_size=max([*ranks.values(), *special.values()]) + 1,
+            special=special,
+            defaults=config_defaults(source, ModelDefaults(None, eos, False, "tiktoken: no BOS")),
+            _enc=enc,
+            pattern=pat,
+        )
