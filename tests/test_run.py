@@ -72,7 +72,9 @@ def test_manifest_is_complete_and_valid(project: Path) -> None:
     for shard in manifest["shards"]:
         data = (version / shard["path"]).read_bytes()
         assert hashlib.sha256(data).hexdigest() == shard["sha256"] and len(data) == shard["bytes"]
-    rejected = pa.ipc.open_stream(version / manifest["rejected"][0]["path"]).read_all()
+    rejected = pa.concat_tables(
+        pa.ipc.open_stream(version / f["path"]).read_all() for f in manifest["rejected"]
+    )
     assert set(rejected.column_names) >= {"id", "stage", "reason", "duplicate_of"}
     assert rejected.num_rows == 12 and set(rejected.column("reason").to_pylist()) == {"duplicate"}
 

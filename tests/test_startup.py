@@ -9,9 +9,9 @@ HEAVY = ("presidio_analyzer", "spacy", "ray", "scipy", "torch", "datasets", "tok
 
 
 def loaded_after(code: str) -> set[str]:
-    probe = f"{code}\nimport sys\nprint(' '.join(sorted(sys.modules)))"
+    probe = f"{code}\nimport sys\nprint('MODULES:', ' '.join(sorted(sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return set(out.stdout.split())
+    return set(out.stdout.split("MODULES:")[-1].split())
 
 
 def test_import_curate_is_light() -> None:
