@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,7 +45,7 @@ class Contender:
         return [sys.executable, "-m", f"benchmarks.peers.{self.module}", *args]
 
     def env(self, work: Path) -> dict[str, str]:
-        return {**os.environ, "HF_HOME": str(work / "hf-home")}
+        return {**contender_env(), "HF_HOME": str(work / "hf-home")}
 
     def digest(self, work: Path) -> outputs.Digest:
         return outputs.read_folder(self.folder(work) / "out")
@@ -86,13 +87,35 @@ engine:
         return [self.executable, "run", str(path)]
 
     def env(self, work: Path) -> dict[str, str]:
-        return dict(os.environ)
+        return contender_env()
 
     def shards(self, work: Path) -> list[Path]:
         return outputs.curate_shards(self.folder(work) / "out", CURATE_DATASET)
 
     def digest(self, work: Path) -> outputs.Digest:
         return outputs.read_curate(self.folder(work) / "out", CURATE_DATASET)
+
+
+def curate_folder(executable: str) -> Path:
+    """The folder holding the curate package that this CLI imports."""
+    interpreter = Path(shutil.which(executable) or executable).read_text().splitlines()[0][2:]
+    probe = "import curate, os; print(os.path.dirname(os.path.dirname(curate.__file__)))"
+    done = subprocess.run(
+        [interpreter, "-c", probe], capture_output=True, text=True, check=True, cwd="/"
+    )
+    return Path(done.stdout.strip())
+
+
+def contender_env() -> dict[str, str]:
+    """This environment, but letting Python cache bytecode as an installed tool would.
+
+    Sessions here export PYTHONDONTWRITEBYTECODE=1; with it, a curate run from a
+    source checkout would compile every module in every worker on every run, while
+    the peers load bytecode pip compiled at install time.
+    """
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
 
 
 def default_curate_executable() -> str:

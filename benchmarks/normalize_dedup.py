@@ -14,6 +14,7 @@ Usage: python -m benchmarks.normalize_dedup --size 100 --size 400 --rounds 2
 from __future__ import annotations
 
 import argparse
+import compileall
 import hashlib
 import json
 import os
@@ -24,7 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from benchmarks import corpus, report
-from benchmarks.contenders import Contender, Curate, all_contenders, default_curate_executable
+from benchmarks.contenders import (
+    Contender,
+    Curate,
+    all_contenders,
+    curate_folder,
+    default_curate_executable,
+)
 from benchmarks.measure import MIB, run_measured
 from benchmarks.outputs import Digest
 
@@ -38,6 +45,12 @@ def warm(info: corpus.CorpusInfo) -> None:
         with open(info.folder / name, "rb") as handle:
             while handle.read(CHUNK):
                 pass
+
+
+def precompile(folders: list[Path]) -> None:
+    """Write bytecode for source checkouts, as installing a package would."""
+    for folder in folders:
+        compileall.compile_dir(folder, quiet=1, workers=2)
 
 
 def sha256_cost(paths: list[Path]) -> tuple[float, int]:
@@ -156,6 +169,10 @@ def main() -> None:
     corpora = {size: corpus.build(size) for size in sizes}
     contenders = [c for c in all_contenders(args.curate) if not args.only or c.name in args.only]
     work = corpus.WORK
+    checkouts = [Path(__file__).resolve().parent]
+    if any(isinstance(c, Curate) for c in contenders):
+        checkouts.append(curate_folder(args.curate) / "curate")
+    precompile(checkouts)
     runs: list[report.Run] = []
     for round_ in range(args.rounds):
         order = contenders if round_ % 2 == 0 else contenders[::-1]

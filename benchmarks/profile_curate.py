@@ -18,7 +18,8 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks import corpus
-from benchmarks.contenders import Curate, default_curate_executable
+from benchmarks.contenders import Curate, contender_env, curate_folder, default_curate_executable
+from benchmarks.normalize_dedup import precompile
 
 
 def parse(raw: Path) -> tuple[Counter, Counter, Counter, int]:
@@ -59,7 +60,8 @@ def main() -> None:
     py_spy = shutil.which("py-spy") or str(Path(args.curate).parent / "py-spy")
     record = [py_spy, "record", "--subprocesses", "--format", "raw", "-r", str(args.rate)]
     command = [*record, "-o", str(raw), "--", *contender.command(info, corpus.WORK)]
-    subprocess.run(command, check=True)
+    precompile([curate_folder(args.curate) / "curate"])
+    subprocess.run(command, check=True, env=contender_env())
     by_process, leaf, inclusive, total = parse(raw)
     print(f"{total} samples at {args.rate}/s over all processes; raw stacks in {raw}")
     show("by process", by_process, total, args.top)

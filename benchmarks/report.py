@@ -7,7 +7,6 @@ shared and noisy, so absolute seconds move from run to run while ratios hold.
 from __future__ import annotations
 
 import platform
-import shutil
 import statistics
 import subprocess
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks.contenders import curate_folder
 from benchmarks.corpus import MB, CorpusInfo
 from benchmarks.measure import MIB, Measurement
 from benchmarks.outputs import Digest
@@ -187,12 +187,8 @@ def _version(package: str) -> str:
 
 def curate_source(executable: str) -> str:
     """Which curate the CLI runs: its folder, commit and whether that tree is dirty."""
-    interpreter = Path(shutil.which(executable) or executable).read_text().splitlines()[0][2:]
-    probe = "import curate, os; print(os.path.dirname(os.path.dirname(curate.__file__)))"
-    folder = subprocess.run(
-        [interpreter, "-c", probe], capture_output=True, text=True, check=True, cwd="/"
-    ).stdout.strip()
-    git = ["git", "-C", folder]
+    folder = curate_folder(executable)
+    git = ["git", "-C", str(folder)]
     commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run([*git, "status", "--porcelain", "--", "curate"], capture_output=True)
     if commit.returncode != 0:
