@@ -12,6 +12,7 @@ import os
 import shutil
 import time
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,29 @@ def _build(
 ) -> Version:
     started = datetime.now(UTC)
     t0 = time.perf_counter()
+    engine = _engine(recipe, workers)
+    engine.start()  # workers boot while we plan
+    hashing = ThreadPoolExecutor(1, thread_name_prefix="curate-hash")
+    hashes = hashing.submit(lambda: [content_hash(Path(f.path)) for f in files])
+    try:
+        return _build_with(recipe, files, stages, fp, store, progress, engine, hashes, started, t0)
+    finally:
+        engine.close()
+        hashing.shutdown(cancel_futures=True)
+
+
+def _build_with(
+    recipe: Recipe,
+    files: list[InputFile],
+    stages: list[Stage],
+    fp: str,
+    store: Store,
+    progress: ProgressFn,
+    engine: Any,
+    hashes: Future[list[str]],
+    started: datetime,
+    t0: float,
+) -> Version:
     fields = FieldSpec(recipe.text_field, recipe.id_field, recipe.keep_fields())
     final_schema = check_columns(stages, fields.schema())
     segments = make_plan(stages)
@@ -132,7 +156,6 @@ def _build(
         write_rejected=recipe.output.rejected,
         packing=packing_for(stages),
     )
-    engine = _engine(recipe, workers)
     log.info("building %s (%d partitions, fingerprint %s)", recipe.name, len(partitions), fp[:12])
     result = engine.run(job, progress)
     t_engine = time.perf_counter()
@@ -155,7 +178,7 @@ def _build(
             parents=_parents(files),
             recipe=recipe.resolved(),
             recipe_path=recipe.source,
-            inputs=_input_records(files, partitions, result.records[0]),
+            inputs=_input_records(files, hashes.result(), partitions, result.records[0]),
             stages=_stage_records(stages, result),
             schema_=[{"name": f.name, "type": str(f.type)} for f in final_schema],
             shards=shards,
@@ -173,7 +196,7 @@ def _build(
             started=started.isoformat(),
             finished=datetime.now(UTC).isoformat(),
         )
-        write_hf_files(out, [s.path for s in shards], final_schema, fp)
+        write_hf_files(out, [s.path for s in shards], fp)
         write_atomic(
             out / "manifest.json",
             manifest.model_dump_json(indent=2, by_alias=True) + "\n",
@@ -286,7 +309,10 @@ def _stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
 
 
 def _input_records(
-    files: list[InputFile], partitions: list[Any], first_pass: list[dict[str, Any]]
+    files: list[InputFile],
+    hashes: list[str],
+    partitions: list[Any],
+    first_pass: list[dict[str, Any]],
 ) -> list[InputRecord]:
     docs: Counter[str] = Counter()
     bad: Counter[str] = Counter()
@@ -302,12 +328,12 @@ def _input_records(
             format=f.format,
             size=f.size,
             mtime_ns=f.mtime_ns,
-            content_hash=content_hash(Path(f.path)),
+            content_hash=digest,
             documents=docs[f.name],
             quarantined=bad[f.name],
             partitions=parts[f.name],
         )
-        for f in files
+        for f, digest in zip(files, hashes, strict=True)
     ]
 
 

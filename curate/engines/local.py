@@ -41,6 +41,10 @@ def _worker_init() -> None:
     pa.set_io_thread_count(1)
 
 
+def _warm() -> int:
+    return 0
+
+
 def _completed(task: PassTask) -> dict[str, Any] | None:
     """The partition's record when a previous run finished it and its files are intact."""
     path = record_path(task.staging, task.pass_index, task.partition.index)
@@ -61,13 +65,28 @@ class LocalEngine:
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = max(1, workers)
+        self._pool: Executor | None = None
+
+    def start(self) -> None:
+        """Boot the workers now, so they import their libraries while the driver plans.
+
+        Workers fork from a forkserver that imported the task module once, instead of
+        each importing pyarrow, polars and curate again (spawn), and without forking a
+        driver that may already run library threads (fork).
+        """
+        if self.workers == 1 or self._pool is not None:
+            return
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(["curate.engines.tasks"])
+        self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+        for _ in range(self.workers):
+            self._pool.submit(_warm)
 
     def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
         result = JobResult(records=[])
-        pool: Executor | None = None
-        if self.workers > 1 and len(job.partitions) > 1:
-            ctx = multiprocessing.get_context("spawn")
-            pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+        if len(job.partitions) > 1:
+            self.start()
+        pool = self._pool
         try:
             for k, segment in enumerate(job.segments):
                 tasks = [job.task(k, part) for part in job.partitions]
@@ -76,9 +95,13 @@ class LocalEngine:
                     info = self._decide(job, k, segment.barrier, progress)
                     result.decisions[job.barrier_positions[k]] = info
         finally:
-            if pool is not None:
-                pool.shutdown(cancel_futures=True)
+            self.close()
         return result
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(cancel_futures=True)
+            self._pool = None
 
     def _run_pass(
         self, tasks: list[PassTask], pool: Executor | None, phase: str, progress: ProgressFn

@@ -10,8 +10,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow as pa
-
 
 def state_json(shards: list[str], fingerprint: str) -> str:
     state: dict[str, object] = {
@@ -26,20 +24,15 @@ def state_json(shards: list[str], fingerprint: str) -> str:
     return json.dumps(state, indent=2)
 
 
-def dataset_info_json(schema: pa.Schema, description: str) -> str:
-    from datasets import Features  # heavy import, only when publishing
-
-    info = {
-        "description": description,
-        "citation": "",
-        "homepage": "",
-        "license": "",
-        "features": Features.from_arrow_schema(schema).to_dict(),
-    }
+def dataset_info_json(description: str) -> str:
+    """Without `features`: `datasets` then takes them from the shards' own Arrow schema, which
+    cannot disagree with the shards (a stated feature that differs, uint16 for uint32, fails
+    the load), and publishing need not import `datasets` (half a second)."""
+    info = {"description": description, "citation": "", "homepage": "", "license": ""}
     return json.dumps(info, indent=2)
 
 
-def write_hf_files(folder: Path, shards: list[str], schema: pa.Schema, fingerprint: str) -> None:
+def write_hf_files(folder: Path, shards: list[str], fingerprint: str) -> None:
     (folder / "state.json").write_text(state_json(shards, fingerprint))
     description = f"curate dataset, fingerprint {fingerprint}; see manifest.json"
-    (folder / "dataset_info.json").write_text(dataset_info_json(schema, description))
+    (folder / "dataset_info.json").write_text(dataset_info_json(description))
