@@ -46,8 +46,15 @@ S = TypeVar("S", bound=Stage)
 
 
 def ready(stage: S) -> S:
-    """The stage with `setup()` done, once per worker process for equal stage configurations."""
-    key = f"{type(stage).__module__}.{type(stage).__qualname__}:{stage.params.model_dump_json()}"
+    """The stage with `setup()` done, once per worker process for equal stage configurations.
+
+    Equal means the same class, parameters, context and software (a tokenizer's file
+    digests are in its software: a tokenizer edited on disk is loaded again).
+    """
+    key = (
+        f"{type(stage).__module__}.{type(stage).__qualname__}:{stage.params.model_dump_json()}"
+        f":{stage.context!r}:{sorted(stage.software().items())}"
+    )
     cached = _READY.get(key)
     if cached is None:
         stage.setup()

@@ -1,0 +1,112 @@
+"""The tokenize stage: columns and types, the BOS/EOS policy, pickling, the manifest record."""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from conftest import REPO, corpus, write_jsonl, write_recipe
+
+import curate
+from curate.errors import CurateError
+from curate.stages.base import StageContext
+from curate.stages.tokenize import Tokenize, TokenizeParams, id_type
+
+TOKENIZER = REPO / "sample_data" / "tokenizer"
+
+
+def batch(texts: list[str | None], **extra: list[object]) -> pa.RecordBatch:
+    return pa.record_batch({"id": [f"d{i}" for i in range(len(texts))], "text": texts, **extra})
+
+
+def make(**params: object) -> Tokenize:
+    stage = Tokenize(TokenizeParams(source=str(TOKENIZER), **params), StageContext())  # type: ignore[arg-type]
+    stage.setup()
+    return stage
+
+
+def test_columns_types_and_schema_agree() -> None:
+    stage = make()
+    b = batch(["hello world", "", None, "x"], source=["a", "b", "c", "d"])
+    result = stage.process(b)
+    out = result.batch
+    assert out.schema == stage.output_schema(b.schema)
+    assert out.schema.names == ["id", "source", "input_ids", "num_tokens"]
+    assert out.schema.field("input_ids").type == pa.list_(pa.uint16())
+    assert out.column("id").to_pylist() == ["d0", "d3"]  # empty documents hold no tokens
+    assert result.removed is not None and result.removed.column("reason").to_pylist() == [
+        "empty",
+        "empty",
+    ]
+    assert out.column("num_tokens").to_pylist() == [
+        len(r) for r in out.column("input_ids").to_pylist()
+    ]
+    kept = make(keep_text=True).process(b).batch
+    assert kept.column("text").to_pylist() == ["hello world", "x"]
+
+
+def test_id_type_is_the_narrowest() -> None:
+    assert id_type(65536) == pa.uint16() and id_type(65537) == pa.uint32()
+
+
+def test_policy_applies_and_is_recorded() -> None:
+    texts = ["one document", "another one"]
+    bare = make(bos=False, eos=False).process(batch(texts)).batch.column("input_ids").to_pylist()
+    both = make(bos=True).process(batch(texts)).batch.column("input_ids").to_pylist()
+    assert both == [[1, *ids, 0] for ids in bare]  # <s> ... <|endoftext|>
+    eos = make(eos_token="</s>").process(batch(texts)).batch.column("input_ids").to_pylist()
+    assert eos == [[*ids, 2] for ids in bare]
+    info = make().describe()["tokenizer"]
+    assert info["policy"]["bos"]["added"] is False and info["policy"]["eos"]["id"] == 0
+    assert info["vocab_size"] == 2000 and info["id_type"] == "uint16"
+    assert set(info["files"]) == {"tokenizer.json", "tokenizer_config.json"}
+
+
+def test_stage_pickles_small_without_the_tokenizer() -> None:
+    stage = make()
+    blob = pickle.dumps(stage)
+    assert len(blob) < 2000
+    clone = pickle.loads(blob)
+    assert "_encoder" not in clone.__dict__
+    clone.setup()
+    texts = batch(["same ids after shipping"])
+    assert clone.process(texts).batch.equals(stage.process(texts).batch)
+
+
+def test_reading_text_after_it_was_dropped_fails_before_data_moves(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(5))
+    recipe = write_recipe(
+        tmp_path, stages=[{"tokenize": {"source": str(TOKENIZER)}}, {"normalize": {}}]
+    )
+    with pytest.raises(
+        CurateError, match="reads column 'text', but stages\\[0\\] tokenize removed it"
+    ):
+        curate.run(recipe)
+
+
+def test_run_records_tokenizer_identity_and_follows_its_files(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(40, dup_every=0))
+    shutil.copytree(TOKENIZER, tmp_path / "tok")
+    recipe = write_recipe(tmp_path, stages=[{"normalize": {}}, {"tokenize": {"source": "tok"}}])
+    v1 = curate.run(recipe)
+    m = v1.manifest
+    details = m["stages"][1]["details"]["tokenizer"]
+    assert details["source"] == "tok" and details["kind"] == "tokenizer.json"
+    assert m["stages"][1]["software"]["tokenizers"]
+    assert (
+        m["stages"][1]["software"]["tokenizer_sha256:tokenizer.json"]
+        == details["files"]["tokenizer.json"]
+    )
+    assert m["tokens"] == sum(s["tokens"] for s in m["shards"]) > 0
+    assert [f["name"] for f in m["schema"]] == ["id", "input_ids", "num_tokens"]
+    assert curate.run(recipe).up_to_date
+    config = json.loads((tmp_path / "tok" / "tokenizer_config.json").read_text())
+    (tmp_path / "tok" / "tokenizer_config.json").write_text(
+        json.dumps({**config, "add_bos_token": True})
+    )
+    v2 = curate.run(recipe)
+    assert v2.name == "v2" and v2.to_arrow().column("input_ids")[0].as_py()[0] == 1

@@ -1,0 +1,128 @@
+"""The trainer-side reader: memory-mapped, stored types, seeded order, ranks, resume, refusal."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from conftest import REPO, corpus, write_jsonl, write_recipe
+
+import curate
+from curate.loader import TokenizerMismatch, open_tokens
+from curate.tokenizers import tokenizer_fingerprint
+
+TOKENIZER = REPO / "sample_data" / "tokenizer"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("loader")
+    docs = corpus(400, dup_every=0)
+    write_jsonl(root / "data" / "a.jsonl", docs[:250])
+    write_jsonl(root / "data" / "b.jsonl", docs[250:])
+    curate.run(write_recipe(root, name="plain", stages=[{"tokenize": {"source": str(TOKENIZER)}}]))
+    packed = [{"tokenize": {"source": str(TOKENIZER), "pack": {"seq_len": 32}}}]
+    curate.run(write_recipe(root, name="packed", stages=packed))
+    return root / "out"
+
+
+def stream(path: Path) -> np.ndarray:
+    table = curate.open(path).to_arrow()
+    return np.concatenate([c.flatten().to_numpy() for c in table.column("input_ids").chunks])
+
+
+def test_dataset_is_memory_mapped_in_stored_types(built: Path) -> None:
+    tokens = open_tokens(built / "plain", tokenizer=TOKENIZER)
+    ds = tokens.dataset()
+    assert ds.features["input_ids"].feature.dtype == "uint16"
+    assert ds[:2]["input_ids"].type == pa.list_(pa.uint16())  # arrow format: never widened
+    doc = tokens.document(3)
+    assert doc.dtype == np.uint16 and doc.base is not None  # a view, not a copy
+    assert tokens.num_tokens == len(stream(built / "plain")) and tokens.dtype == np.uint16
+
+
+def test_blocks_are_seeded_sharded_and_resumable(built: Path) -> None:
+    tokens = open_tokens(built / "plain")
+    flat = stream(built / "plain")
+    blocks = tokens.blocks(16, seed=7)
+    n = len(flat) // 16
+    assert len(blocks) == n
+    seen = list(blocks)
+    assert all(b.dtype == np.uint16 and len(b) == 16 for b in seen)
+    assert sorted(tuple(b) for b in seen) == sorted(
+        tuple(flat[i * 16 : (i + 1) * 16]) for i in range(n)
+    )
+    again = [tuple(b) for b in tokens.blocks(16, seed=7)]
+    assert again == [tuple(b) for b in seen]
+    assert again != [tuple(b) for b in tokens.blocks(16, seed=8)]
+    assert [tuple(b) for b in tokens.blocks(16, shuffle=False)][:3] == [
+        tuple(flat[i * 16 : (i + 1) * 16]) for i in range(3)
+    ]
+    ranks = [
+        [r.block_index(k) for k in range(len(r))]
+        for r in (tokens.blocks(16, seed=7, rank=i, world_size=3) for i in range(3))
+    ]
+    assert len({len(r) for r in ranks}) == 1 and not set(ranks[0]) & set(ranks[1])
+    assert len(set().union(*map(set, ranks))) == 3 * (n // 3)
+    rank1 = tokens.blocks(16, seed=7, rank=1, world_size=3)
+    full = [tuple(b) for b in rank1]
+    resumed = tokens.blocks(16, seed=7, rank=1, world_size=3, start=5)
+    assert [tuple(b) for b in resumed] == full[5:]
+    it = tokens.blocks(16, seed=7)
+    head = [next(iter(it)) for _ in range(4)]
+    state = it.state_dict()
+    fresh = tokens.blocks(16, seed=7)
+    fresh.load_state_dict(state)
+    assert state["position"] == 4 and [tuple(b) for b in fresh] == [tuple(b) for b in seen][4:]
+    assert [tuple(b) for b in head] == [tuple(b) for b in seen][:4]
+
+
+def test_packed_rows_are_the_blocks(built: Path) -> None:
+    tokens = open_tokens(built / "packed")
+    table = curate.open(built / "packed").to_arrow()
+    full = [tuple(r) for r in table.column("input_ids").to_pylist() if len(r) == 32]
+    blocks = tokens.blocks(seed=3)
+    assert blocks.seq_len == 32 and sorted(tuple(b) for b in blocks) == sorted(full)
+
+
+def test_refuses_another_tokenizer_unless_told(built: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    shutil.copytree(TOKENIZER, other)
+    (other / "tokenizer.json").write_text(
+        (other / "tokenizer.json").read_text().replace("<pad>", "<PAD>")
+    )
+    with pytest.raises(TokenizerMismatch, match="was tokenized with"):
+        open_tokens(built / "plain", tokenizer=other)
+    with pytest.raises(TokenizerMismatch):
+        open_tokens(built / "plain", tokenizer=tokenizer_fingerprint(other))
+    assert open_tokens(built / "plain", tokenizer=other, ignore_tokenizer_mismatch=True).num_tokens
+    assert open_tokens(
+        built / "plain", tokenizer=tokenizer_fingerprint(TOKENIZER / "tokenizer.json")
+    )
+
+
+def test_core_loader_does_not_import_torch() -> None:
+    code = "import curate.loader, sys; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_works_as_a_torch_iterable_dataset(built: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader, IterableDataset
+
+    tokens = open_tokens(built / "plain")
+    blocks = tokens.blocks(16, seed=7, start=2)
+    assert isinstance(blocks, IterableDataset)
+    plain = [tuple(b) for b in tokens.blocks(16, seed=7)][2:]
+    for workers in (0, 2):
+        loader = DataLoader(blocks.torch(batch_size=4), batch_size=4, num_workers=workers)
+        batches = list(loader)
+        got = [tuple(row.long().tolist()) for batch in batches for row in batch]
+        assert got == [tuple(int(t) for t in b) for b in plain]
+        assert batches[0].dtype == torch.uint16 and batches[0].shape == (4, 16)
