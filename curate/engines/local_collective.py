@@ -4,16 +4,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pyarrow as pa
 
-from curate.engines.collective import Summaries
+from curate.engines.collective import PairScore, Summaries
 from curate.stages.base import ORDER
+
+EDGES_SCHEMA = pa.schema([pa.field("a", pa.uint64()), pa.field("b", pa.uint64())])
 
 
 class LocalSummaries(Summaries):
     """Summary rows held by this process: Arrow IPC files spilled by each partition, scanned
     lazily by polars, or in-memory tables (for `Pipeline.process` on small data)."""
+
+    max_nodes = 1 << 21
+    """Rows whose values `score_pairs` holds at once (about 1 GiB of 128-value signatures)."""
 
     def __init__(self, frames: list[pl.LazyFrame]) -> None:
         self.frames = frames
@@ -63,3 +69,80 @@ class LocalSummaries(Summaries):
         if later.height == 0:
             return empty
         return later.to_arrow().cast(empty.schema)
+
+    def star_edges(self, keys: list[str]) -> pa.Table:
+        edges = pl.DataFrame(schema={"a": pl.UInt64, "b": pl.UInt64})
+        if not self.frames:
+            return EDGES_SCHEMA.empty_table()
+        for key in keys:  # one key at a time: memory is one column of keys, not all of them
+            rows = self._scan().select(key, ORDER).filter(pl.col(key).is_not_null())
+            firsts = (
+                rows.group_by(key)
+                .agg(pl.col(ORDER).min().alias("a"), pl.len().alias("_n"))
+                .filter(pl.col("_n") > 1)
+                .select(key, "a")
+            )
+            found = (
+                rows.join(firsts, on=key, how="inner")
+                .filter(pl.col(ORDER) != pl.col("a"))
+                .select(pl.col("a").cast(pl.UInt64), pl.col(ORDER).cast(pl.UInt64).alias("b"))
+                .collect(engine="streaming")
+            )
+            edges = pl.concat([edges, found]).unique()
+        return edges.sort("a", "b").to_arrow().cast(EDGES_SCHEMA)
+
+    def score_pairs(self, pairs: pa.Table, column: str, score: PairScore) -> np.ndarray:
+        a = pairs.column("a").to_numpy().astype(np.uint64)
+        b = pairs.column("b").to_numpy().astype(np.uint64)
+        out = np.zeros(len(a), np.float64)
+        by_first = np.argsort(a, kind="stable")
+        step = max(1, self.max_nodes // 2)  # each pair adds at most two rows
+        for start in range(0, len(a), step):
+            chunk = by_first[start : start + step]
+            nodes = np.unique(np.concatenate([a[chunk], b[chunk]]))
+            found = (
+                self._scan()
+                .select(ORDER, column)
+                .filter(pl.col(ORDER).is_in(pl.Series(nodes, dtype=pl.UInt64)))
+                .sort(ORDER)
+                .collect(engine="streaming")
+            )
+            have = found.get_column(ORDER).to_numpy()
+            if len(have) != len(nodes):
+                raise ValueError(f"score_pairs: {len(nodes) - len(have)} rows not in summaries")
+            values = found.get_column(column).to_arrow()
+            left = np.searchsorted(have, a[chunk])
+            right = np.searchsorted(have, b[chunk])
+            out[chunk] = score(values, left, right)
+        return out
+
+    def connected_components(self, edges: pa.Table) -> pa.Table:
+        schema = pa.schema([pa.field("node", pa.uint64()), pa.field("root", pa.uint64())])
+        if edges.num_rows == 0:
+            return schema.empty_table()
+        from scipy.sparse import coo_matrix
+        from scipy.sparse.csgraph import connected_components
+
+        a = edges.column("a").to_numpy()
+        b = edges.column("b").to_numpy()
+        nodes, index = np.unique(np.concatenate([a, b]), return_inverse=True)
+        n = len(nodes)
+        graph = coo_matrix((np.ones(len(a), np.int8), (index[: len(a)], index[len(a) :])), (n, n))
+        _, labels = connected_components(graph, directed=False)
+        # nodes are sorted, so a label's first node is its component's smallest `_order`
+        _, first = np.unique(labels, return_index=True)
+        root = nodes[first[labels]]
+        return pa.table({"node": nodes, "root": root}, schema=schema)
+
+    def lookup(self, orders: pa.Array, columns: list[str]) -> pa.Table:
+        wanted = pl.Series(np.asarray(orders, dtype=np.uint64), dtype=pl.UInt64)
+        if not self.frames:
+            raise ValueError("lookup: no summaries")
+        found = (
+            self._scan()
+            .select(ORDER, *columns)
+            .filter(pl.col(ORDER).is_in(wanted))
+            .sort(ORDER)
+            .collect(engine="streaming")
+        )
+        return found.to_arrow()

@@ -19,6 +19,7 @@ BUILTIN: dict[str, str] = {
     "normalize": "curate.stages.normalize:Normalize",
     "filter_length": "curate.stages.filter_length:FilterLength",
     "exact_dedup": "curate.stages.exact_dedup:ExactDedup",
+    "minhash_dedup": "curate.stages.minhash_dedup:MinHashDedup",
     "tokenize": "curate.stages.tokenize:Tokenize",
 }
 

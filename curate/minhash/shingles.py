@@ -1,0 +1,215 @@
+"""Documents to shingles: byte ranges of one buffer, computed for a whole batch at once.
+
+The definition, which `reference_shingles` spells out in plain Python and the stage's
+manifest records: optionally `text.lower()`, then the words of `text.split()` (Unicode
+whitespace, as Python defines it) joined by single spaces; a word shingle is `size`
+consecutive words joined by a space, a character shingle is `size` consecutive code
+points of that joined text. A document with fewer units than `size` has one shingle,
+all of its units; a document with no words has none (it is left to exact dedup).
+
+The vectorised path never builds a Python string per shingle: it finds word bounds
+with numpy over the batch's UTF-8 bytes, compacts the words into one buffer with single
+spaces between them, and returns each shingle as (start, length) in that buffer, ready
+for `xxh32_ranges`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.minhash.xxh32 import PAD
+
+WORD = "word"
+CHAR = "char"
+
+_ASCII_SPACE = np.zeros(256, dtype=bool)
+_ASCII_SPACE[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+# Python's non-ASCII whitespace, by UTF-8 encoding: U+0085, U+00A0 (2 bytes); U+1680,
+# U+2000..U+200A, U+2028, U+2029, U+202F, U+205F, U+3000 (3 bytes).
+_SPACE2 = {(0xC2, 0x85), (0xC2, 0xA0)}
+_SPACE3 = {(0xE1, 0x9A, 0x80), (0xE2, 0x80, 0xA8), (0xE2, 0x80, 0xA9), (0xE2, 0x80, 0xAF)}
+_SPACE3 |= {(0xE2, 0x81, 0x9F), (0xE3, 0x80, 0x80)}
+_SPACE3 |= {(0xE2, 0x80, 0x80 + k) for k in range(11)}
+
+
+def reference_shingles(text: str, unit: str, size: int, lowercase: bool) -> list[bytes]:
+    """The shingles of one document, in plain Python: the definition the fast path matches."""
+    if lowercase:
+        text = text.lower()
+    words = text.split()
+    if not words:
+        return []
+    if unit == WORD:
+        units: list[str] = words
+        sep = " "
+    else:
+        units = list(" ".join(words))
+        sep = ""
+    if len(units) < size:
+        return [sep.join(units).encode()]
+    return [sep.join(units[i : i + size]).encode() for i in range(len(units) - size + 1)]
+
+
+@dataclass
+class Shingles:
+    """Every shingle of a batch as a byte range of `buffer`, grouped by document."""
+
+    buffer: np.ndarray  # uint8: the documents' words, single-spaced, then PAD zero bytes
+    starts: np.ndarray  # int64, one per shingle
+    lengths: np.ndarray  # int64, one per shingle
+    counts: np.ndarray  # int64, shingles per document (0 for a document without words)
+
+
+def lowercase(texts: pa.Array) -> pa.Array:
+    """`str.lower()` of every string: Arrow's ASCII kernel where a string is ASCII (the two
+    agree there), Python's own for the rest (Arrow's Unicode tables differ from Python's)."""
+    ascii_ = pc.string_is_ascii(texts)
+    lowered = pc.ascii_lower(texts)
+    if pc.all(ascii_).as_py() is not False:
+        return lowered
+    other = pc.invert(pc.fill_null(ascii_, True))
+    values = [v.lower() for v in pc.filter(texts, other).to_pylist()]
+    return pc.replace_with_mask(lowered, other, pa.array(values, lowered.type))
+
+
+def utf8_buffer(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """A string column's UTF-8 bytes and offsets (int64, from 0); nulls are empty strings."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.string())
+    if texts.null_count:
+        texts = pc.fill_null(texts, "")
+    if texts.type not in (pa.string(), pa.large_string()):
+        texts = texts.cast(pa.large_string())
+    offset_type = np.int64 if texts.type == pa.large_string() else np.int32
+    _, offsets_buf, data_buf = texts.buffers()
+    n = len(texts)
+    offsets = np.frombuffer(offsets_buf, dtype=offset_type)[texts.offset : texts.offset + n + 1]
+    offsets = offsets.astype(np.int64)
+    if data_buf is None or n == 0:
+        return np.zeros(0, np.uint8), np.zeros(n + 1, np.int64)
+    data = np.frombuffer(data_buf, dtype=np.uint8)[offsets[0] : offsets[-1]]
+    return data, offsets - offsets[0]
+
+
+def space_mask(data: np.ndarray) -> np.ndarray:
+    """True for every byte of a whitespace character (as Python's `str.isspace` defines it)."""
+    space = data == 32
+    space |= np.subtract(data, np.uint8(9)) <= 4  # \t \n \v \f \r (uint8 wraps below 9)
+    space |= np.subtract(data, np.uint8(28)) <= 3  # \x1c..\x1f
+    if len(data) == 0 or data.max() < 0xC2:
+        return space
+    lead = np.flatnonzero((data == 0xC2) | (np.subtract(data, np.uint8(0xE1)) <= 2))
+    if len(lead):
+        padded = np.concatenate([data, np.zeros(2, np.uint8)])
+        b0, b1, b2 = padded[lead], padded[lead + 1], padded[lead + 2]
+        two = np.zeros(len(lead), bool)
+        for x, y in _SPACE2:
+            two |= (b0 == x) & (b1 == y)
+        three = np.zeros(len(lead), bool)
+        for x, y, z in _SPACE3:
+            three |= (b0 == x) & (b1 == y) & (b2 == z)
+        for k, hit in ((2, two), (3, three)):
+            at = lead[hit]
+            for j in range(k):
+                space[at + j] = True
+    return space
+
+
+def words(
+    data: np.ndarray, offsets: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Word starts and ends (byte positions), the number of words of each document, and
+    the mask of word bytes."""
+    if len(data) == 0:
+        empty = np.zeros(0, np.int64)
+        return empty, empty, np.zeros(len(offsets) - 1, np.int64), np.zeros(0, bool)
+    inword = ~space_mask(data)
+    # +1 where a word starts, -1 where one ends; nonzero positions alternate start, end.
+    edges = np.diff(inword.view(np.int8), prepend=np.int8(0), append=np.int8(0))
+    bounds = np.flatnonzero(edges)
+    starts, ends = bounds[0::2], bounds[1::2]
+    # A word may not run across documents: split where a document starts inside one.
+    inner = offsets[1:-1]
+    inner = np.unique(inner[(inner > 0) & (inner < len(data))])  # empty documents repeat one
+    cut = inner[inword[inner] & inword[inner - 1]]
+    if len(cut):
+        starts = np.insert(starts, np.searchsorted(starts, cut), cut)
+        ends = np.insert(ends, np.searchsorted(ends, cut), cut)
+    counts = np.diff(np.searchsorted(starts, offsets))
+    return starts.astype(np.int64), ends.astype(np.int64), counts, inword
+
+
+def join_words(
+    data: np.ndarray, inword: np.ndarray, starts: np.ndarray, ends: np.ndarray, counts: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each document's words joined by single spaces, documents back to back in one buffer
+    (then PAD zero bytes); returns it with the words' starts and ends in it."""
+    lengths = ends - starts
+    sep = np.ones(len(starts), np.int64)
+    sep[np.cumsum(counts)[counts > 0] - 1] = 0  # no space after a document's last word
+    new_ends = np.cumsum(lengths + sep) - sep
+    new_starts = new_ends - lengths
+    # The first whitespace byte after every word but a document's last becomes the space.
+    gaps = ends[sep == 1]
+    keep = inword.copy()
+    keep[gaps] = True
+    source = data.copy()
+    source[gaps] = 32
+    joined = source[keep]
+    buffer = np.zeros(len(joined) + PAD, np.uint8)
+    buffer[: len(joined)] = joined
+    return buffer, new_starts, new_ends
+
+
+def windows(
+    unit_starts: np.ndarray, unit_ends: np.ndarray, counts: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Shingles of `size` consecutive units per document (one of all units when fewer)."""
+    per_doc = np.where(counts >= size, counts - size + 1, np.minimum(counts, 1))
+    total = int(per_doc.sum())
+    first_unit = np.cumsum(counts) - counts
+    doc = np.repeat(np.arange(len(counts)), per_doc)
+    first_shingle = np.cumsum(per_doc) - per_doc
+    first = first_unit[doc] + (np.arange(total) - first_shingle[doc])
+    last = first + np.minimum(counts[doc], size) - 1
+    starts = unit_starts[first]
+    return starts, unit_ends[last] - starts, per_doc
+
+
+def shingle(texts: pa.Array | pa.ChunkedArray, unit: str, size: int, low: bool) -> Shingles:
+    """Every shingle of every document of a string column."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.string())
+    if low:
+        texts = lowercase(texts)
+    data, offsets = utf8_buffer(texts)
+    wstarts, wends, wcounts, inword = words(data, offsets)
+    buffer, wstarts, wends = join_words(data, inword, wstarts, wends, wcounts)
+    if unit == WORD:
+        starts, lengths, counts = windows(wstarts, wends, wcounts, size)
+    else:
+        starts, lengths, counts = _char_windows(buffer, wstarts, wends, wcounts, size)
+    return Shingles(buffer, starts, lengths, counts)
+
+
+def _char_windows(
+    buffer: np.ndarray, wstarts: np.ndarray, wends: np.ndarray, wcounts: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # Documents lie back to back in the joined buffer, so each code point belongs to the
+    # document whose byte range holds it.
+    total = int(wends[-1]) if len(wends) else 0
+    doc_end = np.zeros(len(wcounts), np.int64)
+    has = wcounts > 0
+    doc_end[has] = wends[np.cumsum(wcounts)[has] - 1]
+    doc_end = np.maximum.accumulate(doc_end) if len(doc_end) else doc_end
+    cps = np.flatnonzero((buffer[:total] & 0xC0) != 0x80)  # code point starts
+    counts = np.diff(np.searchsorted(cps, doc_end), prepend=0)
+    ends = np.empty_like(cps)
+    ends[:-1] = cps[1:]
+    if len(ends):
+        ends[-1] = total
+    return windows(cps, ends, counts, size)
