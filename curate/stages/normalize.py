@@ -17,10 +17,12 @@ from __future__ import annotations
 import unicodedata
 from typing import Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from curate.arrow_text import utf8_slices
 from curate.stages.base import MapStage, StageParams, StageResult
 
 # C0 and C1 controls except tab and newline (and carriage return, which `newlines` handles),
@@ -30,16 +32,35 @@ _ASCII_SPACE = " \t\n\r\x0b\x0c"
 
 
 def _unicode_form(texts: pa.Array, form: Literal["NFC", "NFKC"]) -> pa.Array:
-    """Apply a normalization form, rebuilding the Arrow array only when some text changed.
+    """Apply a normalization form, touching only the texts that can change.
 
-    `unicodedata.normalize` returns its argument itself when the quick check shows the
-    text is already normalized, so an identity test finds the changed rows for free.
+    ASCII text is invariant under every form, so only non-ASCII rows (found in C, at
+    about 1 GB/s) are decoded into Python strings, straight from the Arrow buffer.
+    `unicodedata.normalize` returns its argument itself when the text is already
+    normalized, so an identity test finds the changed rows, and only then is the array
+    rebuilt, by splicing the changed values between untouched slices.
     """
-    before = texts.to_pylist()
-    after = [None if t is None else unicodedata.normalize(form, t) for t in before]
-    if all(a is b for a, b in zip(before, after, strict=True)):
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    non_ascii = pc.invert(pc.fill_null(pc.string_is_ascii(texts), True))
+    rows = np.flatnonzero(non_ascii.to_numpy(zero_copy_only=False))
+    if len(rows) == 0:
         return texts
-    return pa.array(after, pa.string())
+    views = utf8_slices(texts)
+    changed: list[tuple[int, str]] = []
+    for i in rows.tolist():
+        before = str(views[i], "utf-8")
+        after = unicodedata.normalize(form, before)
+        if after is not before:
+            changed.append((i, after))
+    if not changed:
+        return texts
+    pieces, start = [], 0
+    for i, value in changed:
+        pieces += [texts.slice(start, i - start), pa.array([value], pa.string())]
+        start = i + 1
+    pieces.append(texts.slice(start))
+    return pa.concat_arrays(pieces)
 
 
 class NormalizeParams(StageParams):
