@@ -157,6 +157,7 @@ def _build_with(
         packing=packing_for(stages),
     )
     log.info("building %s (%d partitions, fingerprint %s)", recipe.name, len(partitions), fp[:12])
+    t_setup = time.perf_counter()
     result = engine.run(job, progress)
     t_engine = time.perf_counter()
 
@@ -190,7 +191,9 @@ def _build_with(
             host=host(),
             engine={"kind": engine.kind, "workers": getattr(engine, "workers", None)},
             timings={
-                "engine": round(t_engine - t0, 4),
+                "setup": round(t_setup - t0, 4),
+                **result.timings,
+                "engine": round(t_engine - t_setup, 4),
                 "total": round(time.perf_counter() - t0, 4),
             },
             started=started.isoformat(),

@@ -66,3 +66,4 @@ class Job:
 class JobResult:
     records: list[list[dict[str, Any]]]  # per pass, per partition (in partition order)
     decisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # barrier position -> info
+    timings: dict[str, float] = field(default_factory=dict)  # wall seconds per pass

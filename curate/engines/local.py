@@ -90,7 +90,9 @@ class LocalEngine:
         try:
             for k, segment in enumerate(job.segments):
                 tasks = [job.task(k, part) for part in job.partitions]
+                t = time.perf_counter()
                 result.records.append(self._run_pass(tasks, pool, f"pass {k + 1}", progress))
+                result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
                 if segment.barrier is not None:
                     info = self._decide(job, k, segment.barrier, progress)
                     result.decisions[job.barrier_positions[k]] = info
