@@ -5,6 +5,10 @@ docstring for why ``wait4`` alone undercounts). Memory is sampled from here ever
 50 ms with psutil over the reaper's descendants: the peak of the summed RSS of the
 tree (shared pages of forked workers count once per process, as ``ps`` shows them)
 and the peak RSS of any single process.
+
+The machine is shared, so each run also records the foreign load: CPU seconds the
+whole machine was busy (including time the hypervisor stole) that were neither the
+contender's nor this process's. The harness re-runs a contender that had to share.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,10 +36,16 @@ class Measurement:
     peak_tree_rss: int
     peak_proc_rss: int
     stdout: str
+    foreign_cpu_s: float = 0.0
 
     @property
     def cpu_s(self) -> float:
         return self.user_s + self.sys_s
+
+    @property
+    def foreign_load(self) -> float:
+        """Average number of cores other processes kept busy during the run."""
+        return self.foreign_cpu_s / self.wall_s
 
 
 class RunFailed(RuntimeError):
@@ -75,6 +86,7 @@ def run_measured(command: list[str], log: Path, env: dict[str, str] | None = Non
     wrapped = [sys.executable, "-m", "benchmarks.reaper", str(result), "--", *command]
     cwd = Path(__file__).resolve().parent.parent
     stdout_path = log.with_suffix(".stdout")
+    busy_before, own_before = _machine_busy(), _own_cpu()
     with open(stdout_path, "wb") as out, open(log, "wb") as err:
         proc = subprocess.Popen(wrapped, stdout=out, stderr=err, cwd=cwd, env=env or os.environ)
         sampler = _MemorySampler(proc.pid)
@@ -82,10 +94,13 @@ def run_measured(command: list[str], log: Path, env: dict[str, str] | None = Non
         proc.wait()
         sampler.stop.set()
         sampler.join()
+    busy, own = _machine_busy() - busy_before, _own_cpu() - own_before
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         raise RunFailed(f"{' '.join(command)} exited {proc.returncode}; {log}:\n{tail}")
     usage = json.loads(result.read_text())
+    # The reaper's own start-up is outside its count but inside the machine's.
+    foreign = max(0.0, busy - own - usage["user_s"] - usage["sys_s"])
     return Measurement(
         wall_s=usage["wall_s"],
         user_s=usage["user_s"],
@@ -93,4 +108,30 @@ def run_measured(command: list[str], log: Path, env: dict[str, str] | None = Non
         peak_tree_rss=sampler.peak_tree,
         peak_proc_rss=sampler.peak_proc,
         stdout=stdout_path.read_text(),
+        foreign_cpu_s=foreign,
     )
+
+
+def wait_for_quiet(max_load: float, patience_s: float) -> float:
+    """Wait until the machine's other load over a second is at most max_load cores.
+
+    Gives up after patience_s and returns the load last seen either way.
+    """
+    deadline = time.monotonic() + patience_s
+    while True:
+        before = _machine_busy()
+        time.sleep(1.0)
+        load = _machine_busy() - before
+        if load <= max_load or time.monotonic() > deadline:
+            return load
+        time.sleep(2.0)
+
+
+def _machine_busy() -> float:
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+
+
+def _own_cpu() -> float:
+    times = os.times()
+    return times.user + times.system

@@ -36,6 +36,7 @@ class Run:
     digest: Digest
     checksum_s: float | None = None
     written_bytes: int | None = None
+    attempts: int = 1
 
 
 @dataclass
@@ -155,6 +156,17 @@ def targets(summaries: dict[tuple[int, str], Summary], sizes: list[int]) -> list
             )
         )
     return found
+
+
+def noise(runs: list[Run]) -> str:
+    """How much other work shared the machine during the runs that were kept."""
+    loads = [run.measurement.foreign_load for run in runs]
+    repeated = sum(run.attempts > 1 for run in runs)
+    return (
+        f"Other processes kept {statistics.median(loads):.2f} cores busy during the median "
+        f"kept run (at most {max(loads):.2f}); {repeated} of {len(runs)} runs were repeated "
+        "because the machine was busy (the quietest attempt is kept)."
+    )
 
 
 def costs(summaries: dict[tuple[int, str], Summary]) -> list[str]:
