@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import multiprocessing
+import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -20,7 +21,6 @@ import numpy as np
 import pyarrow as pa
 
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
-from curate.engines.local_collective import LocalSummaries
 from curate.engines.tasks import (
     ORDER_SHIFT,
     PassTask,
@@ -68,16 +68,21 @@ class LocalEngine:
         self._pool: Executor | None = None
 
     def start(self) -> None:
-        """Boot the workers now, so they import their libraries while the driver plans.
+        """Start the workers now, before the driver starts any thread of its own.
 
-        Workers fork from a forkserver that imported the task module once, instead of
-        each importing pyarrow, polars and curate again (spawn), and without forking a
-        driver that may already run library threads (fork).
+        Forking a process that has only its main thread is safe, and the workers then
+        inherit every imported module instead of importing pyarrow and curate again
+        (half a second each with spawn, or in a forkserver the driver waits for). Where
+        fork is unavailable or threads already run, a forkserver with the task module
+        preloaded is used instead.
         """
         if self.workers == 1 or self._pool is not None:
             return
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["curate.engines.tasks"])
+        if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+            ctx = multiprocessing.get_context("fork")
+        else:
+            ctx = multiprocessing.get_context("forkserver")
+            ctx.set_forkserver_preload(["curate.engines.tasks"])
         self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
         for _ in range(self.workers):
             self._pool.submit(_warm)
@@ -142,6 +147,8 @@ class LocalEngine:
             return info
         progress(f"{barrier.name}: deciding", 0, 1)
         started = time.perf_counter()
+        from curate.engines.local_collective import LocalSummaries  # polars: only for barriers
+
         summaries = LocalSummaries.from_files(list(folder.glob("summary-*.arrow")))
         decision = barrier.decide(summaries)
         for stale in folder.glob("decision-*.arrow"):
