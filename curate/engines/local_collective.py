@@ -103,7 +103,7 @@ class LocalSummaries(Summaries):
             found = (
                 self._scan()
                 .select(ORDER, column)
-                .filter(pl.col(ORDER).is_in(pl.Series(nodes, dtype=pl.UInt64)))
+                .filter(pl.col(ORDER).is_in(pl.Series(nodes, dtype=pl.UInt64).implode()))
                 .sort(ORDER)
                 .collect(engine="streaming")
             )
@@ -141,7 +141,7 @@ class LocalSummaries(Summaries):
         found = (
             self._scan()
             .select(ORDER, *columns)
-            .filter(pl.col(ORDER).is_in(wanted))
+            .filter(pl.col(ORDER).is_in(wanted.implode()))
             .sort(ORDER)
             .collect(engine="streaming")
         )
