@@ -45,6 +45,10 @@ def _warm() -> int:
     return 0
 
 
+def _import_collective() -> None:
+    import curate.engines.local_collective  # noqa: F401
+
+
 def _completed(task: PassTask) -> dict[str, Any] | None:
     """The partition's record when a previous run finished it and its files are intact."""
     path = record_path(task.staging, task.pass_index, task.partition.index)
@@ -91,6 +95,9 @@ class LocalEngine:
         result = JobResult(records=[])
         if len(job.partitions) > 1:
             self.start()
+        if any(seg.barrier is not None for seg in job.segments):
+            # The driver idles while workers run the first pass: import polars meanwhile.
+            threading.Thread(target=_import_collective, daemon=True).start()
         pool = self._pool
         try:
             for k, segment in enumerate(job.segments):
