@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from curate.errors import CurateError
-from curate.io import jsonl_block
+from curate.io import jsonl_judge
 from curate.io.batches import FieldSpec, QuarantineRecord
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
@@ -74,7 +74,7 @@ def test_integer_ids_take_the_fast_path(tmp_path: Path, monkeypatch: pytest.Monk
     def no_slow(*args: object) -> None:
         raise AssertionError("slow path used")
 
-    monkeypatch.setattr(jsonl_block.BlockParser, "_slow", no_slow)
+    monkeypatch.setattr(jsonl_judge.LineJudge, "judge", no_slow)
     data = lines(*({"id": i, "text": f"t{i}"} for i in range(100)))
     rows, _ = read(tmp_path, data, FieldSpec("text", "id"))
     assert [r["id"] for r in rows] == [str(i) for i in range(100)]
@@ -249,3 +249,60 @@ def test_top_level_null_lines_anywhere_do_not_crash_arrow(
     assert len(rows) == 3000 - len(bad)
     assert {q.reason for q in bad} == {"line is a JSON null, not an object"}
     assert [q.line for q in bad] == [i + 1 for i in range(0, 3000, 7)]
+
+
+def test_many_bad_lines_in_one_block(tmp_path: Path) -> None:
+    """More bad lines than the fast path locates one by one: the rest is judged line by line."""
+    records: list[object] = []
+    for i in range(400):
+        if i % 9 == 4:
+            records.append(b'{"text": broken')
+        elif i % 9 == 7:
+            records.append({"text": None})
+        elif i % 9 == 8:
+            records.append({"no_text": 1})
+        else:
+            records.append({"text": f"t{i}"})
+    rows, bad = read(tmp_path, lines(*records))
+    assert [r["text"] for r in rows] == [f"t{i}" for i in range(400) if i % 9 not in (4, 7, 8)]
+    assert [q.line for q in bad] == [i + 1 for i in range(400) if i % 9 in (4, 7, 8)]
+    assert {q.reason.split(" at ")[0] for q in bad} == {
+        "malformed JSON",
+        "text field 'text' is null, not a string",
+        "missing text field 'text'",
+    }
+
+
+def test_null_texts_are_set_aside_without_judging_the_whole_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    judged: list[int] = []
+    real = jsonl_judge.LineJudge.judge
+
+    def spy(self: jsonl_judge.LineJudge, raws: list[bytes], first: int) -> pa.RecordBatch:
+        judged.append(len(raws))
+        return real(self, raws, first)
+
+    monkeypatch.setattr(jsonl_judge.LineJudge, "judge", spy)
+    records = [{"text": None if i % 10 == 0 else f"t{i}"} for i in range(1000)]
+    rows, bad = read(tmp_path, lines(*records))
+    assert len(rows) == 900 and len(bad) == 100 and judged == [1] * 100
+
+
+def test_mixed_id_kinds_and_misleading_arrow_rows(tmp_path: Path) -> None:
+    records: list[object] = [{"id": i if i % 3 else f"s{i}", "text": f"t{i}"} for i in range(60)]
+    records[20] = b'{"id": "two", "text": "a"} {"id": "values", "text": "b"}'
+    records[25] = b'{"id": 25, "text": 25}'
+    rows, bad = read(tmp_path, lines(*records), FieldSpec("text", "id"))
+    expected = [str(i) if i % 3 else f"s{i}" for i in range(60) if i not in (20, 25)]
+    assert [r["id"] for r in rows] == expected
+    assert [(q.line, q.reason.split(":")[0]) for q in bad] == [
+        (21, "malformed JSON at column 28"),
+        (26, "text field 'text' is int, not a string"),
+    ]
+
+
+def test_on_error_fail_reports_the_earliest_bad_line_of_a_block(tmp_path: Path) -> None:
+    data = lines({"text": "a"}, {"text": None}, b"{broken", {"text": 3})
+    with pytest.raises(CurateError, match=r"^a\.jsonl:2: text field 'text' is null"):
+        read(tmp_path, data, on_error="fail")

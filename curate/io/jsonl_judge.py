@@ -1,0 +1,143 @@
+"""Judging JSONL lines one at a time, for the few lines the fast path could not take.
+
+Each line is decoded and parsed with `json.loads`, which says what is wrong and
+where, without quoting the content (it may hold personal data). The lines it
+accepts are then read by Arrow's JSON reader for the kept fields, so a value is
+converted by the same code as on the fast path; a line Arrow rejects is
+quarantined too, so the two paths accept exactly the same lines.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pyarrow as pa
+import pyarrow.json as pj
+
+from curate.io.batches import FieldSpec
+from curate.io.jsonl_scan import WS
+from curate.io.records import ErrorSink, empty_batch, kind, split_good, type_name
+
+_MISSING = object()
+
+
+class LineJudge:
+    """Reads lines one by one for one input and FieldSpec, reporting the bad ones to a sink."""
+
+    def __init__(self, name: str, fields: FieldSpec, sink: ErrorSink) -> None:
+        self.name, self.fields, self.sink = name, fields, sink
+        self.schema = fields.schema()
+        self._keep_schema = pa.schema(list(fields.keep_fields.items()))
+
+    def judge(self, lines: list[bytes], first_line: int) -> pa.RecordBatch:
+        raws: list[bytes] = []
+        numbers: list[int] = []
+        ids: list[str] = []
+        texts: list[str] = []
+        for i, raw in enumerate(lines):
+            if not raw.strip(WS):
+                continue
+            number = first_line + i
+            result = self._check(raw)
+            if isinstance(result, str):
+                self.sink.bad(number, result, len(raw))
+                continue
+            doc_id, text = result
+            raws.append(raw)
+            numbers.append(number)
+            ids.append(doc_id if doc_id is not None else f"{self.name}:{number}")
+            texts.append(text)
+        good, failing = split_good(len(raws), lambda lo, hi: self._reparse(raws[lo:hi]))
+        for j in failing:
+            self.sink.bad(numbers[j], self._arrow_reason(raws[j]), len(raws[j]))
+        if not good:
+            return empty_batch(self.schema)
+        keep = pa.concat_tables([table for _, _, table in good])
+        rows = [j for lo, hi, _ in good for j in range(lo, hi)]
+        arrays = [
+            pa.array([ids[j] for j in rows], pa.string()),
+            pa.array([texts[j] for j in rows], pa.string()),
+        ]
+        arrays += [keep.column(f).combine_chunks() for f in self.fields.keep_fields]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _check(self, raw: bytes) -> str | tuple[str | None, str]:
+        """A reason the line is bad, or its (id, text)."""
+        try:
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            return f"invalid UTF-8 at byte {exc.start} of the line"
+        except json.JSONDecodeError as exc:
+            return f"malformed JSON at column {exc.colno}: {exc.msg}"
+        except RecursionError:
+            return "malformed JSON: nested too deeply"
+        if not isinstance(record, dict):
+            return f"line is a JSON {kind(record)}, not an object"
+        text_field, id_field = self.fields.text_field, self.fields.id_field
+        text = record.get(text_field, _MISSING)
+        if text is _MISSING:
+            return f"missing text field {text_field!r}"
+        if not isinstance(text, str):
+            return f"text field {text_field!r} is {kind(text)}, not a string"
+        doc_id = None
+        if id_field is not None:
+            value = record.get(id_field, _MISSING)
+            if value is _MISSING:
+                return f"missing id field {id_field!r}"
+            if isinstance(value, str):
+                doc_id = value
+            elif isinstance(value, int) and not isinstance(value, bool):
+                doc_id = str(value)
+            else:
+                return f"id field {id_field!r} is {kind(value)}, not a string or integer"
+        for field, dtype in self.fields.keep_fields.items():
+            value = record.get(field)
+            if value is not None and not _fits(value, dtype):
+                return f"field {field!r} is {kind(value)}, not {type_name(dtype)}"
+        return doc_id, text
+
+    def _reparse(self, raws: list[bytes]) -> pa.Table | None:
+        table = arrow_json(b"\n".join(raws) + b"\n", self._keep_schema)
+        return table if table is not None and table.num_rows == len(raws) else None
+
+    def _arrow_reason(self, raw: bytes) -> str:
+        """Why Arrow rejects a line json.loads accepted, without quoting any of its content."""
+        opts = pj.ReadOptions(use_threads=False, block_size=max(len(raw), 1 << 16))
+        try:
+            table = pj.read_json(io.BytesIO(raw), read_options=opts)
+        except pa.ArrowException as exc:
+            message = re.sub(r" in row \d+$", "", str(exc)).removeprefix("JSON parse error: ")
+            return f"JSON the Arrow reader rejects: {message.split(':')[0]}"
+        if table.num_rows != 1:
+            return f"the Arrow reader reads the line as {table.num_rows} records (a bare CR?)"
+        for field, dtype in self.fields.keep_fields.items():
+            if arrow_json(raw, pa.schema([(field, dtype)])) is None:
+                return f"field {field!r} cannot be read as {type_name(dtype)}"
+        return "the Arrow reader rejects the line"
+
+
+def arrow_json(data: bytes, schema: pa.Schema) -> pa.Table | None:
+    """Small data through Arrow's JSON reader in one block, or None if it fails."""
+    opts = pj.ReadOptions(use_threads=False, block_size=max(len(data), 1 << 16))
+    parse = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        return pj.read_json(io.BytesIO(data), read_options=opts, parse_options=parse)
+    except pa.ArrowException:
+        return None
+
+
+def _fits(value: object, dtype: pa.DataType) -> bool:
+    """Whether Arrow's JSON reader can convert a value of this JSON kind to dtype (a pre-check)."""
+    if pa.types.is_string(dtype):
+        return isinstance(value, str)
+    if pa.types.is_boolean(dtype):
+        return isinstance(value, bool)
+    if pa.types.is_integer(dtype):
+        return isinstance(value, int) and not isinstance(value, bool)
+    if pa.types.is_floating(dtype):
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if pa.types.is_list(dtype):
+        return isinstance(value, list)
+    return True  # other types: Arrow decides
