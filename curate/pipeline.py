@@ -5,7 +5,7 @@ from curate import Pipeline
 p = Pipeline().add("normalize", form="NFKC").add("exact_dedup")
 result = p.process([{"text": "a"}, {"text": "a"}])   # in memory, one process
 result.table, result.rejected, result.counts
-version = p.run(["data/*.jsonl"], name="demo", root="datasets")   # a real, published version
+version = p.run(["data/*.jsonl"], name="demo", root="curated")   # a real, published version
 ```
 `process` runs the same stage objects the engines run, barriers included, on data
 small enough to hold in memory; `run` builds a Recipe and goes through `curate.run`.
@@ -106,7 +106,7 @@ class Pipeline:
         return PipelineResult(table, rej, counts)
 
     def recipe(
-        self, inputs: list[str], *, name: str, root: str | Path = "datasets", **extra: Any
+        self, inputs: list[str], *, name: str, root: str | Path = "curated", **extra: Any
     ) -> Recipe:
         data: dict[str, Any] = {
             "name": name,
@@ -119,7 +119,7 @@ class Pipeline:
         return Recipe.from_dict(data, source="<pipeline>")
 
     def run(
-        self, inputs: list[str], *, name: str, root: str | Path = "datasets", **extra: Any
+        self, inputs: list[str], *, name: str, root: str | Path = "curated", **extra: Any
     ) -> Version:
         """Build (or find) a published version from files on disk, like `curate run`."""
         from curate.runner import run

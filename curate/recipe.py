@@ -44,7 +44,7 @@ class _Strict(BaseModel):
 class OutputSpec(_Strict):
     """Where versions are written and how."""
 
-    root: str = Field("datasets", description="Folder holding <name>/vN; relative to the recipe.")
+    root: str = Field("curated", description="Folder holding <name>/vN; relative to the recipe.")
     shard_size: ByteSize = Field(256 * 10**6, description="Target size of each Arrow shard.")
     rejected: bool = Field(True, description="Write rejected/ with each removed document's id.")
     fsync: bool = Field(True, description="fsync shards and manifest before publishing.")

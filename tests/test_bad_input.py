@@ -82,3 +82,13 @@ def test_text_folder_and_parent_versions(tmp_path: Path) -> None:
     second = curate.run(recipe)
     assert second.counts["written"] == 11
     assert second.manifest["parents"] == [f"t/v1@{first.fingerprint}"]
+
+
+def test_non_unique_ids_stop_the_run_instead_of_dropping_the_wrong_document(tmp_path: Path) -> None:
+    write_jsonl(
+        tmp_path / "data" / "a.jsonl",
+        [{"id": "x", "text": "first"}, {"id": "y", "text": "first"}, {"id": "y", "text": "other"}],
+    )
+    result = CliRunner().invoke(main, ["run", str(write_recipe(tmp_path))])
+    assert result.exit_code == 2
+    assert "document id 'y' is not unique" in result.stderr and "data/a.jsonl" in result.stderr

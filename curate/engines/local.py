@@ -14,6 +14,7 @@ import multiprocessing
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from multiprocessing.context import BaseContext
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,7 @@ class LocalEngine:
         """
         if self.workers == 1 or self._pool is not None:
             return
+        ctx: BaseContext
         if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
             ctx = multiprocessing.get_context("fork")
         else:

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.errors import CurateError
 from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
 from curate.io.packing import PackSpec
 from curate.io.partitions import Partition
@@ -156,7 +157,7 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
     counts = {pos: StageCounts() for pos in task.positions}
     previous = ready(task.previous) if task.previous is not None else None
     prev_counts = StageCounts()
-    drop_ids = _decision_ids(task)
+    drops = _drops(task)
     rejected: list[pa.Table] = []
 
     writer: ShardWriter | None = None
@@ -173,14 +174,13 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
     packer = task.packing.start(part.index) if writer and task.packing else None
 
     for batch in _source_batches(task, record):
-        if previous is not None and drop_ids is not None:
+        if previous is not None and drops is not None:
             t = time.perf_counter()
-            result = previous.apply(batch, drop_ids[0])
+            result = previous.apply(batch, drops.ids)
             prev_counts.docs_in += batch.num_rows
             prev_counts.docs_out += result.batch.num_rows
-            removed = batch.num_rows - result.batch.num_rows
-            if removed:
-                prev_counts.removed.update(_reasons_for(batch, drop_ids[1]))
+            if result.batch.num_rows < batch.num_rows:
+                prev_counts.removed.update(drops.reasons_in(batch, result.batch, part.input.name))
             prev_counts.seconds += time.perf_counter() - t
             batch = result.batch
         for stage, pos in zip(maps, task.positions, strict=True):
@@ -226,8 +226,8 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
     for w in (data_writer, summary_writer):
         if w is not None:
             w.close()
-    if previous is not None and drop_ids is not None and len(drop_ids[0]):
-        rejected.insert(0, drop_ids[2])
+    if drops is not None and len(drops.ids):
+        rejected.insert(0, drops.rows)
     if rejected and task.write_rejected:
         table = pa.concat_tables(rejected).cast(REJECTED_SCHEMA)
         path = out_dir / f"rejected-{part.index:05d}.arrow"
@@ -242,22 +242,37 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
     return record
 
 
-def _decision_ids(task: PassTask) -> tuple[pa.Array, pa.Table, pa.Table] | None:
-    """The previous barrier's drops for this partition: ids, id->reason table, rejected rows."""
+@dataclass
+class Drops:
+    """The previous barrier's decision for one partition: which ids go, and why."""
+
+    ids: pa.Array
+    rows: pa.Table  # REJECTED_SCHEMA rows, for the rejected/ side output
+
+    def reasons_in(self, batch: pa.RecordBatch, kept: pa.RecordBatch, name: str) -> Counter[str]:
+        """Reasons of the rows this batch lost; ids must be unique for the join to be exact."""
+        hit = self.rows.filter(pc.is_in(self.rows.column(ID), value_set=batch.column(ID)))
+        if hit.num_rows != batch.num_rows - kept.num_rows:
+            counts = pc.value_counts(batch.column(ID))
+            repeated = counts.filter(pc.greater(counts.field("counts"), 1))
+            example = repeated[0]["values"].as_py() if len(repeated) else "?"
+            raise CurateError(
+                f"{name}: document id {example!r} is not unique, so a decision made for one "
+                "document would drop another; name a unique id_field, or leave it out to "
+                "derive ids from file and line"
+            )
+        return Counter(hit.column("reason").to_pylist())
+
+
+def _drops(task: PassTask) -> Drops | None:
     if task.previous is None:
         return None
     path = decision_path(task.staging, task.pass_index - 1, task.partition.index)
     if not path.exists():
-        empty = pa.table({ID: pa.array([], pa.string())})
-        return pa.array([], pa.string()), empty, REJECTED_SCHEMA.empty_table()
+        return Drops(pa.array([], pa.string()), REJECTED_SCHEMA.empty_table())
     table = read_stream(path)
     rows = table.select(REJECTED_SCHEMA.names).cast(REJECTED_SCHEMA)
-    return table.column(ID).combine_chunks(), table.select([ID, "reason"]), rows
-
-
-def _reasons_for(batch: pa.RecordBatch, reasons: pa.Table) -> Counter[str]:
-    hit = pc.is_in(reasons.column(ID), value_set=batch.column(ID))
-    return Counter(reasons.filter(hit).column("reason").to_pylist())
+    return Drops(table.column(ID).combine_chunks(), rows)
 
 
 def _write_record(path: Path, record: dict[str, Any], fsync: bool) -> None:
