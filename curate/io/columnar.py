@@ -57,7 +57,8 @@ def units(inp: InputFile) -> list[Unit]:
     """The pieces a partition is made of, with their sizes and row counts, in input order."""
     try:
         if inp.format == "parquet":
-            md = _parquet(inp.path).metadata
+            with _parquet(inp.path) as pf:
+                md = pf.metadata
             return [
                 (md.row_group(i).total_byte_size, md.row_group(i).num_rows)
                 for i in range(md.num_row_groups)
@@ -80,24 +81,23 @@ def _raw_batches(
     wanted = [fields.text_field, fields.id_field, *fields.keep_fields]
     try:
         if inp.format == "parquet":
-            pf = _parquet(inp.path)
-            schema = pf.schema_arrow
-            groups = list(range(part.start, part.stop))
-            md = pf.metadata
-            nbytes = sum(md.row_group(i).total_byte_size for i in groups)
-            nrows = sum(md.row_group(i).num_rows for i in groups)
-            batch_rows = max(1, batch_bytes * nrows // max(1, nbytes))
-            columns = [c for c in schema.names if c in wanted]
-            for raw in pf.iter_batches(
-                batch_size=batch_rows, row_groups=groups, columns=columns, use_threads=use_threads
-            ):
-                yield schema, raw
+            with _parquet(inp.path) as pf:
+                schema, md = pf.schema_arrow, pf.metadata
+                groups = list(range(part.start, part.stop))
+                nbytes = sum(md.row_group(i).total_byte_size for i in groups)
+                nrows = sum(md.row_group(i).num_rows for i in groups)
+                batch_rows = max(1, batch_bytes * nrows // max(1, nbytes))
+                columns = [c for c in schema.names if c in wanted]
+                for raw in pf.iter_batches(
+                    batch_size=batch_rows,
+                    row_groups=groups,
+                    columns=columns,
+                    use_threads=use_threads,
+                ):
+                    yield schema, raw
         elif inp.format == "arrow":
-            for i, raw in enumerate(_ipc_batches(inp.path)):
-                if i >= part.stop:
-                    break
-                if i >= part.start:
-                    yield raw.schema, raw
+            for raw in _ipc_batches(inp.path, part.start, part.stop):
+                yield raw.schema, raw
         else:
             members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
             for m in members[part.start : part.stop]:
@@ -119,17 +119,22 @@ def _parquet(path: str) -> pq.ParquetFile:
     return pq.ParquetFile(path, memory_map=True)
 
 
-def _ipc_batches(path: str) -> Iterator[pa.RecordBatch]:
-    """Record batches of an Arrow IPC file or stream, memory-mapped (no copy)."""
+def _ipc_batches(path: str, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
+    """Record batches start..stop-1 of an Arrow IPC file or stream, memory-mapped (no copy)."""
     with pa.memory_map(path) as source:
         if source.read(6) == b"ARROW1":
             source.seek(0)
             reader = pa.ipc.open_file(source)
-            for i in range(reader.num_record_batches):
+            n = reader.num_record_batches
+            for i in range(start, n if stop is None else min(stop, n)):
                 yield reader.get_batch(i)
         else:
             source.seek(0)
-            yield from pa.ipc.open_stream(source)
+            for i, batch in enumerate(pa.ipc.open_stream(source)):
+                if stop is not None and i >= stop:
+                    break
+                if i >= start:
+                    yield batch
 
 
 def _string_like(t: pa.DataType) -> bool:

@@ -11,6 +11,7 @@ each line exactly once wherever their boundaries fall.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from curate.errors import CurateError
@@ -37,7 +38,6 @@ def read_jsonl(
             blocks = _stream_blocks(part.input.path, part.input.format, batch_bytes)
         for i, block in enumerate(blocks):
             if isinstance(block, _Broken):
-                # `block.partial` is the unfinished last line, if any
                 nbytes = len(block.partial) or block.lost_bytes
                 sink.bad(line, block.reason, nbytes)
                 yield ReadChunk(parser.parse(b"", line)[0], sink.take())
@@ -60,7 +60,7 @@ def _range_blocks(path: str, start: int, stop: int, batch_bytes: int) -> Iterato
             if f.read(1) != b"\n":  # start is inside a line: it belongs to the previous range
                 _to_line_end(f)
         pos = f.tell()
-        rest = b""
+        rest: list[bytes] = []  # a line begun in earlier chunks (kept as parts: lines may be huge)
         while pos < stop:
             chunk = f.read(min(batch_bytes, stop - pos))
             if not chunk:
@@ -68,14 +68,14 @@ def _range_blocks(path: str, start: int, stop: int, batch_bytes: int) -> Iterato
             pos += len(chunk)
             cut = chunk.rfind(b"\n") + 1
             if not cut:
-                rest += chunk
+                rest.append(chunk)
             elif cut == len(chunk) and not rest:
                 yield chunk
             else:  # one copy: the carried partial line plus this chunk's whole lines
-                yield b"".join((rest, memoryview(chunk)[:cut]))
-                rest = chunk[cut:]
+                yield b"".join((*rest, memoryview(chunk)[:cut]))
+                rest = [chunk[cut:]] if cut < len(chunk) else []
         if rest:  # the last line started before stop: read it to its end
-            yield rest + _to_line_end(f)
+            yield b"".join((*rest, _to_line_end(f)))
 
 
 def _to_line_end(f: BinaryIO) -> bytes:
@@ -91,10 +91,13 @@ def _to_line_end(f: BinaryIO) -> bytes:
     return b"".join(parts)
 
 
-class _Broken(StreamBroken):
-    def __init__(self, broken: StreamBroken, partial: bytes) -> None:
-        super().__init__(broken.reason, broken.lost_bytes)
-        self.partial = partial
+@dataclass
+class _Broken:
+    """The end of a cut or damaged compressed stream, and the unfinished line it left."""
+
+    reason: str
+    lost_bytes: int
+    partial: bytes
 
 
 def _stream_blocks(path: str, fmt: str, batch_bytes: int) -> Iterator[bytes | _Broken]:
@@ -105,18 +108,17 @@ def _stream_blocks(path: str, fmt: str, batch_bytes: int) -> Iterator[bytes | _B
         for piece in decompressed(path, fmt):
             pieces.append(piece)
             size += len(piece)
-            if size >= batch_bytes:
+            if size >= batch_bytes and b"\n" in piece:
                 buf = b"".join(pieces)
                 cut = buf.rfind(b"\n") + 1
-                if cut:
-                    yield buf[:cut]
-                    pieces, size = [buf[cut:]], len(buf) - cut
+                yield buf[:cut]
+                pieces, size = [buf[cut:]], len(buf) - cut
     except StreamBroken as broken:
         buf = b"".join(pieces)
         cut = buf.rfind(b"\n") + 1
         if cut:
             yield buf[:cut]
-        yield _Broken(broken, buf[cut:])
+        yield _Broken(broken.reason, broken.lost_bytes, buf[cut:])
         return
     buf = b"".join(pieces)
     if buf:

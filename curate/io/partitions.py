@@ -13,16 +13,16 @@ ids (`name:row`) stay stable too.
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 from dataclasses import dataclass
-from typing import BinaryIO
 
 from curate.errors import CurateError
 from curate.io import columnar, folders
 from curate.io.inputs import InputFile
 
-_COUNT_CHUNK = 16 << 20
+_COUNT_CHUNK = 1 << 20
 _SCAN = 1 << 16
 
 
@@ -103,7 +103,7 @@ def split_jsonl(inp: InputFile, target: int) -> list[tuple[int, int, int]]:
     return list(zip(bounds[:-1], bounds[1:], firsts, strict=True))
 
 
-def _line_start(f: BinaryIO, offset: int) -> int:
+def _line_start(f: io.BufferedReader, offset: int) -> int:
     """The first line start at or after offset."""
     f.seek(offset - 1)
     if f.read(1) == b"\n":
@@ -115,13 +115,14 @@ def _line_start(f: BinaryIO, offset: int) -> int:
     return f.tell()
 
 
-def _newlines(f: BinaryIO, nbytes: int) -> int:
+def _newlines(f: io.BufferedReader, nbytes: int) -> int:
     """Newlines in the next nbytes of f, counted in C a chunk at a time."""
     count = 0
+    buf = bytearray(_COUNT_CHUNK)
     while nbytes > 0:
-        chunk = f.read(min(_COUNT_CHUNK, nbytes))
-        if not chunk:
+        n = f.readinto(memoryview(buf)[: min(_COUNT_CHUNK, nbytes)])
+        if not n:
             break
-        count += chunk.count(b"\n")
-        nbytes -= len(chunk)
+        count += (buf if n == _COUNT_CHUNK else buf[:n]).count(b"\n")
+        nbytes -= n
     return count

@@ -150,3 +150,11 @@ def test_gzip_bomb_is_decoded_in_bounded_pieces(tmp_path: Path) -> None:
     assert len(gzipped) < 200_000  # one read of the file: output must be capped and drained
     rows, bad = read(tmp_path, "a.jsonl.gz", gzipped, batch_bytes=1 << 20)
     assert len(rows) == 40_000 and bad == []
+
+
+@pytest.mark.parametrize("name", ["a.jsonl", "a.jsonl.zst"])
+def test_a_line_much_longer_than_batch_bytes(tmp_path: Path, name: str) -> None:
+    data = json.dumps({"text": "w" * 3_000_000}).encode() + b"\n" + b'{"text": "next"}\n'
+    blob = zst(data) if name.endswith(".zst") else data
+    rows, bad = read(tmp_path, name, blob, batch_bytes=1000)
+    assert bad == [] and [len(r["text"]) for r in rows] == [3_000_000, 4]
