@@ -46,12 +46,25 @@ from benchmarks.tokenize_convert import prepare
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "work"
 TOKENIZERS = {
-    "spm": {"label": "Mistral 7B v1 SentencePiece", "eos": 2, "eos_token": "</s>",
-            "vocab": 32000, "limit": ["sentencepiece", "tokenizers"]},
-    "tekken": {"label": "Mistral tekken 240911", "eos": 2, "eos_token": "</s>",
-               "vocab": 131072, "limit": ["tiktoken", "tokenizers"]},
-}  # fmt: skip
-TARGETS = {"spm": {"HF datasets": 1.3, "datatrove": 1.5}, "tekken": {"HF datasets": 4.0, "datatrove": 4.0}}
+    "spm": {
+        "label": "Mistral 7B v1 SentencePiece",
+        "eos": 2,
+        "eos_token": "</s>",
+        "vocab": 32000,
+        "limit": ["sentencepiece", "tokenizers"],
+    },
+    "tekken": {
+        "label": "Mistral tekken 240911",
+        "eos": 2,
+        "eos_token": "</s>",
+        "vocab": 131072,
+        "limit": ["tiktoken", "tokenizers"],
+    },
+}
+TARGETS = {
+    "spm": {"HF datasets": 1.3, "datatrove": 1.5},
+    "tekken": {"HF datasets": 4.0, "datatrove": 4.0},
+}
 LIMIT_TARGET = 0.85
 MEMORY_LIMIT = 1 << 30
 
@@ -73,6 +86,11 @@ class Result:
     def mb_s(self) -> float:
         return self.bytes / 1e6 / self.wall_s
 
+    @property
+    def mb_cpu_s(self) -> float:
+        """MB per CPU-second of the whole tree: less sensitive to other load on the machine."""
+        return self.bytes / 1e6 / self.cpu_s
+
 
 def digest_arrays(arrays: list[np.ndarray]) -> tuple[str, int]:
     h, n = xxhash.xxh3_128(), 0
@@ -92,15 +110,19 @@ def digest_table_column(paths: list[Path]) -> tuple[str, int]:
     return digest_arrays(arrays)
 
 
-def run_curate(tok: str, original: Path, corpus: Path, out: Path, log: Path) -> tuple[Measurement, str, int]:
+def run_curate(
+    tok: str, original: Path, corpus: Path, out: Path, log: Path
+) -> tuple[Measurement, str, int]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     recipe = {
-        "name": "tok", "inputs": [str(corpus / "*.jsonl")], "id_field": "id",
+        "name": "tok",
+        "inputs": [str(corpus / "*.jsonl")],
+        "id_field": "id",
         "stages": [{"tokenize": {"source": str(original), "bos": False, "eos": True}}],
         "output": {"root": str(out), "shard_size": "256MB", "rejected": False},
         "engine": {"kind": "local", "workers": 2},
-    }  # fmt: skip
+    }
     path = out / "recipe.yaml"
     path.write_text(json.dumps(recipe))
     cli = str(Path(sys.executable).with_name("curate"))
@@ -112,13 +134,32 @@ def run_curate(tok: str, original: Path, corpus: Path, out: Path, log: Path) -> 
     return m, digest, n
 
 
-def run_peer(kind: str, tok: str, tokenizer_json: Path, corpus: Path, out: Path, log: Path) -> tuple[Measurement, str, int]:
+def run_peer(
+    kind: str, tok: str, tokenizer_json: Path, corpus: Path, out: Path, log: Path
+) -> tuple[Measurement, str, int]:
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
     spec = TOKENIZERS[tok]
-    cmd = [sys.executable, "-m", "benchmarks.tokenize_peers", kind, "--tokenizer", str(tokenizer_json),
-           "--eos", str(spec["eos"]), "--eos-token", str(spec["eos_token"]), "--vocab", str(spec["vocab"]),
-           "--corpus", str(corpus), "--out", str(out / "out"), "--scratch", str(out / "scratch")]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.tokenize_peers",
+        kind,
+        "--tokenizer",
+        str(tokenizer_json),
+        "--eos",
+        str(spec["eos"]),
+        "--eos-token",
+        str(spec["eos_token"]),
+        "--vocab",
+        str(spec["vocab"]),
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out / "out"),
+        "--scratch",
+        str(out / "scratch"),
+    ]
     m = run_measured(cmd, log)
     if kind == "hf":
         shards = sorted((out / "out").glob("data-*.arrow"))
@@ -130,9 +171,25 @@ def run_peer(kind: str, tok: str, tokenizer_json: Path, corpus: Path, out: Path,
     return m, digest, n
 
 
-def run_limit(encoder: str, source: Path, corpus: Path, log: Path, eos: int) -> tuple[Measurement, dict[str, object]]:
-    cmd = [sys.executable, "-m", "benchmarks.tokenize_peers", "limit", "--encoder", encoder,
-           "--tokenizer", str(source), "--eos", str(eos), "--threads", "2", "--corpus", str(corpus)]  # fmt: skip
+def run_limit(
+    encoder: str, source: Path, corpus: Path, log: Path, eos: int
+) -> tuple[Measurement, dict[str, object]]:
+    cmd = [
+        sys.executable,
+        "-m",
+        "benchmarks.tokenize_peers",
+        "limit",
+        "--encoder",
+        encoder,
+        "--tokenizer",
+        str(source),
+        "--eos",
+        str(eos),
+        "--threads",
+        "2",
+        "--corpus",
+        str(corpus),
+    ]
     m = run_measured(cmd, log)
     return m, json.loads(m.stdout.strip().splitlines()[-1])
 
@@ -146,10 +203,33 @@ def one_round(tok: str, size: int, rnd: int, only: set[str] | None, corpus: Path
     logs.mkdir(parents=True, exist_ok=True)
     results = []
 
-    def record(name: str, m: Measurement, digest: str, n: int, wall: float | None = None, size_b: int = nbytes) -> None:
-        r = Result(tok, size, name, rnd, wall or m.wall_s, m.cpu_s, m.peak_tree_rss / MIB, size_b, digest, n)
+    def record(
+        name: str,
+        m: Measurement,
+        digest: str,
+        n: int,
+        wall: float | None = None,
+        size_b: int = nbytes,
+        cpu: float | None = None,
+    ) -> None:
+        r = Result(
+            tok,
+            size,
+            name,
+            rnd,
+            wall or m.wall_s,
+            cpu or m.cpu_s,
+            m.peak_tree_rss / MIB,
+            size_b,
+            digest,
+            n,
+        )
         results.append(r)
-        print(f"  {tok} {size} MB r{rnd} {name:28s} {r.mb_s:7.2f} MB/s  {r.peak_tree_mib:7.0f} MiB  {digest[:12]}", flush=True)
+        print(
+            f"  {tok} {size} MB r{rnd} {name:28s} {r.mb_s:7.2f} MB/s"
+            f"  {r.peak_tree_mib:7.0f} MiB  {digest[:12]}",
+            flush=True,
+        )
 
     for encoder in spec["limit"]:  # type: ignore[attr-defined]
         name = f"limit: {encoder}"
@@ -158,16 +238,39 @@ def one_round(tok: str, size: int, rnd: int, only: set[str] | None, corpus: Path
         if size > 100 and encoder == "tokenizers" and not (only and name in only):
             continue  # slow and not the limit: measured at 100 MB
         source = original if encoder != "tokenizers" else tokenizer_json
-        m, info = run_limit(encoder, source, corpus, logs / f"tok-{size}-{tok}-{encoder}-r{rnd}.log", int(spec["eos"]))
+        m, info = run_limit(
+            encoder,
+            source,
+            corpus,
+            logs / f"tok-{size}-{tok}-{encoder}-r{rnd}.log",
+            int(spec["eos"]),
+        )
         text_bytes = int(info["bytes"])  # type: ignore[call-overload]
-        record(name, m, str(info["digest"]), int(info["tokens"]), float(info["encode_s"]), text_bytes)  # type: ignore[call-overload]
+        record(
+            name,
+            m,
+            str(info["digest"]),
+            int(info["tokens"]),
+            float(info["encode_s"]),
+            text_bytes,  # type: ignore[call-overload]
+            float(info["encode_cpu_s"]),
+        )  # type: ignore[arg-type]
     if not only or "curate" in only:
-        m, d, n = run_curate(tok, original, corpus, work / "curate", logs / f"tok-{size}-{tok}-curate-r{rnd}.log")
+        m, d, n = run_curate(
+            tok, original, corpus, work / "curate", logs / f"tok-{size}-{tok}-curate-r{rnd}.log"
+        )
         record("curate", m, d, n)
     for kind, name in (("hf", "HF datasets"), ("datatrove", "datatrove")):
         if only and name not in only:
             continue
-        m, d, n = run_peer(kind, tok, tokenizer_json, corpus, work / kind, logs / f"tok-{size}-{tok}-{kind}-r{rnd}.log")
+        m, d, n = run_peer(
+            kind,
+            tok,
+            tokenizer_json,
+            corpus,
+            work / kind,
+            logs / f"tok-{size}-{tok}-{kind}-r{rnd}.log",
+        )
         record(name, m, d, n)
     return results
 
@@ -175,13 +278,26 @@ def one_round(tok: str, size: int, rnd: int, only: set[str] | None, corpus: Path
 def corpus_dir(size: int) -> Path:
     path = WORK / f"corpus-{size}"
     if not (path / "corpus.json").exists():
-        subprocess.run([sys.executable, "-m", "benchmarks.corpus", "--size", str(size)], check=True, cwd=ROOT.parent)
+        subprocess.run(
+            [sys.executable, "-m", "benchmarks.corpus", "--size", str(size)],
+            check=True,
+            cwd=ROOT.parent,
+        )
     return path
 
 
 def versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
-    for dist in ("curate", "tokenizers", "sentencepiece", "tiktoken", "datasets", "datatrove", "transformers", "pyarrow"):
+    for dist in (
+        "curate",
+        "tokenizers",
+        "sentencepiece",
+        "tiktoken",
+        "datasets",
+        "datatrove",
+        "transformers",
+        "pyarrow",
+    ):
         try:
             out[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -191,11 +307,17 @@ def versions() -> dict[str, str]:
 
 def report(results: list[Result], command: str) -> str:
     lines = ["# Tokenize benchmark", "", f"Command: `{command}`", ""]
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--", "curate"], capture_output=True, text=True, cwd=ROOT).stdout
-    lines.append(f"curate commit {commit}{' (curate/ had uncommitted changes)' if dirty.strip() else ''}; "
-                 f"{platform.node()}, {__import__('os').cpu_count()} cores; "
-                 + ", ".join(f"{k} {v}" for k, v in versions().items()))  # fmt: skip
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.strip()
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain", "--", "curate"], capture_output=True, text=True, cwd=ROOT
+    ).stdout
+    lines.append(
+        f"curate commit {commit}{' (curate/ had uncommitted changes)' if dirty.strip() else ''}; "
+        f"{platform.node()}, {__import__('os').cpu_count()} cores; "
+        + ", ".join(f"{k} {v}" for k, v in versions().items())
+    )
     lines.append("")
     groups: dict[tuple[str, int], dict[str, list[Result]]] = {}
     for r in results:
@@ -208,34 +330,54 @@ def report(results: list[Result], command: str) -> str:
         limits = {n: v for n, v in med.items() if n.startswith("limit")}
         limit = max(limits.values()) if limits else None
         cur = med.get("curate")
-        lines += [f"## {TOKENIZERS[tok]['label']}, {size} MB of JSONL", "",
-                  "| contender | rounds | MB/s (median) | curate is | peak memory, tree (MiB) | ids |",
-                  "|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            f"## {TOKENIZERS[tok]['label']}, {size} MB of JSONL",
+            "",
+            "| contender | MB/s per round | MB/s (median) | curate is | MB per CPU-s | "
+            "peak memory, tree (MiB) | ids |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for name, rs in by_name.items():
             ratio = f"{cur / med[name]:.2f}x" if cur and name != "curate" else "-"
             per = ", ".join(f"{r.mb_s:.2f}" for r in rs)
             ids = "same" if len(digests) == 1 else rs[0].digest[:12]
-            lines.append(f"| {name} | {per} | {med[name]:.2f} | {ratio} | {mem[name]:.0f} | {ids} |")
+            cpu = statistics.median(r.mb_cpu_s for r in rs)
+            lines.append(
+                f"| {name} | {per} | {med[name]:.2f} | {ratio} | {cpu:.2f} "
+                f"| {mem[name]:.0f} | {ids} |"
+            )
         lines.append("")
         if len(digests) != 1:
             verdicts.append(f"FAIL {tok} {size} MB: contenders produced different ids")
         if cur and limit:
             ok = cur / limit >= LIMIT_TARGET
-            verdicts.append(f"{'ok  ' if ok else 'MISS'} {tok} {size} MB: curate / limit = {cur / limit:.2f} (target >= {LIMIT_TARGET})")
+            verdicts.append(
+                f"{'ok  ' if ok else 'MISS'} {tok} {size} MB: curate / limit = {cur / limit:.2f} "
+                f"(target >= {LIMIT_TARGET})"
+            )
         for peer, target in TARGETS[tok].items():
             if cur and peer in med:
                 ok = cur / med[peer] >= target
-                verdicts.append(f"{'ok  ' if ok else 'MISS'} {tok} {size} MB: curate / {peer} = {cur / med[peer]:.2f}x (target >= {target}x)")
+                verdicts.append(
+                    f"{'ok  ' if ok else 'MISS'} {tok} {size} MB: curate / {peer} = "
+                    f"{cur / med[peer]:.2f}x (target >= {target}x)"
+                )
         if "curate" in mem:
             ok = mem["curate"] * MIB < MEMORY_LIMIT
-            verdicts.append(f"{'ok  ' if ok else 'MISS'} {tok} {size} MB: curate peak tree memory {mem['curate']:.0f} MiB (target < 1024)")
+            verdicts.append(
+                f"{'ok  ' if ok else 'MISS'} {tok} {size} MB: curate peak tree memory "
+                f"{mem['curate']:.0f} MiB (target < 1024)"
+            )
     for tok in TOKENIZERS:
         sizes = sorted(s for t, s in groups if t == tok and "curate" in groups[(t, s)])
         if len(sizes) > 1:
             lo = max(r.peak_tree_mib for r in groups[(tok, sizes[0])]["curate"])
             hi = max(r.peak_tree_mib for r in groups[(tok, sizes[-1])]["curate"])
             ok = hi <= lo * 1.25
-            verdicts.append(f"{'ok  ' if ok else 'MISS'} {tok}: curate peak memory {lo:.0f} MiB at {sizes[0]} MB, {hi:.0f} MiB at {sizes[-1]} MB (flat: within 1.25x)")
+            verdicts.append(
+                f"{'ok  ' if ok else 'MISS'} {tok}: curate peak memory {lo:.0f} MiB at "
+                f"{sizes[0]} MB, {hi:.0f} MiB at {sizes[-1]} MB (flat: within 1.25x)"
+            )
     lines += ["## Verdicts", "", "```", *verdicts, "```", ""]
     return "\n".join(lines)
 
@@ -254,7 +396,11 @@ def main() -> None:
     results: list[Result] = []
     if args.append and results_json.exists():
         results = [Result(**r) for r in json.loads(results_json.read_text())["runs"]]
-    commands = json.loads(results_json.read_text()).get("commands", []) if args.append and results_json.exists() else []
+    commands = (
+        json.loads(results_json.read_text()).get("commands", [])
+        if args.append and results_json.exists()
+        else []
+    )
     command = "python -m benchmarks.tokenize " + " ".join(sys.argv[1:])
     commands.append(command)
     started = time.time()
@@ -263,7 +409,9 @@ def main() -> None:
         for rnd in range(args.rounds):
             for tok in args.tokenizer or list(TOKENIZERS):
                 results += one_round(tok, size, rnd, only, corpus)
-    results_json.write_text(json.dumps({"commands": commands, "runs": [asdict(r) for r in results]}, indent=1))
+    results_json.write_text(
+        json.dumps({"commands": commands, "runs": [asdict(r) for r in results]}, indent=1)
+    )
     text = report(results, " ; ".join(commands))
     (ROOT / "results" / f"{args.results}.md").write_text(text)
     print(text)

@@ -80,7 +80,8 @@ def tekken_to_json(path: Path, out: Path) -> Path:
     merges.sort(key=lambda m: m[2])
     vocab = {t: r + n_special for t, r in ranks.items()}
     listed = data.get("special_tokens") or [  # files of format <= v7 list none
-        {"rank": i, "token_str": t} for i, t in enumerate(["<unk>", "<s>", "</s>", "[INST]", "[/INST]"])
+        {"rank": i, "token_str": t}
+        for i, t in enumerate(["<unk>", "<s>", "</s>", "[INST]", "[/INST]"])
     ]
     specials = {t["rank"]: t["token_str"] for t in listed}
     names = [specials.get(i, f"<SPECIAL_{i}>") for i in range(n_special)]

@@ -47,8 +47,9 @@ def make_encoder(kind: str, tokenizer: str, threads: int):  # type: ignore[no-un
         n_special = data["config"]["default_num_special_tokens"]
         inner = data["config"]["default_vocab_size"] - n_special
         ranks = {base64.b64decode(t["token_bytes"]): t["rank"] for t in data["vocab"][:inner]}
-        enc = tiktoken.Encoding("tekken", pat_str=data["config"]["pattern"],
-                                mergeable_ranks=ranks, special_tokens={})  # fmt: skip
+        enc = tiktoken.Encoding(
+            "tekken", pat_str=data["config"]["pattern"], mergeable_ranks=ranks, special_tokens={}
+        )
 
         def encode(texts: list[str]) -> list[np.ndarray]:
             lists = enc.encode_ordinary_batch(texts, num_threads=threads)
@@ -70,18 +71,25 @@ def run_limit(args: argparse.Namespace) -> dict[str, object]:
     nbytes = sum(len(t.encode()) for t in texts)
     encode = make_encoder(args.encoder, args.tokenizer, args.threads)
     eos = np.array([args.eos], dtype=np.uint32).tobytes()
-    digest, tokens, seconds = xxhash.xxh3_128(), 0, 0.0
+    digest, tokens, seconds, cpu = xxhash.xxh3_128(), 0, 0.0, 0.0
     for i in range(0, len(texts), BATCH_DOCS):
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         out = encode(texts[i : i + BATCH_DOCS])
         seconds += time.perf_counter() - started
+        cpu += time.process_time() - cpu_started
         for ids in out:  # outside the timed region
             arr = np.asarray(ids, dtype=np.uint32)
             digest.update(arr.tobytes())
             digest.update(eos)
             tokens += len(arr) + 1
-    return {"encode_s": seconds, "bytes": nbytes, "docs": len(texts), "tokens": tokens,
-            "digest": digest.hexdigest()}  # fmt: skip
+    return {
+        "encode_s": seconds,
+        "encode_cpu_s": cpu,
+        "bytes": nbytes,
+        "docs": len(texts),
+        "tokens": tokens,
+        "digest": digest.hexdigest(),
+    }
 
 
 def run_hf(args: argparse.Namespace) -> dict[str, object]:
@@ -133,14 +141,24 @@ def run_datatrove(args: argparse.Namespace) -> dict[str, object]:
 
     files = sorted(args.corpus.glob("*.jsonl"))
     pipeline = [
-        JsonlReader(str(args.corpus), glob_pattern="*.jsonl", text_key="text", id_key="id",
-                    doc_progress=False),  # fmt: skip
-        ExactDocumentTokenizer(output_folder=str(args.out), tokenizer_name_or_path=args.tokenizer,
-                               eos_token=args.eos_token, shuffle_documents=False,
-                               batch_size=BATCH_DOCS),  # fmt: skip
+        JsonlReader(
+            str(args.corpus),
+            glob_pattern="*.jsonl",
+            text_key="text",
+            id_key="id",
+            doc_progress=False,
+        ),
+        ExactDocumentTokenizer(
+            output_folder=str(args.out),
+            tokenizer_name_or_path=args.tokenizer,
+            eos_token=args.eos_token,
+            shuffle_documents=False,
+            batch_size=BATCH_DOCS,
+        ),
     ]
-    executor = LocalPipelineExecutor(pipeline=pipeline, tasks=len(files), workers=2,
-                                     logging_dir=str(args.scratch / "logs"))  # fmt: skip
+    executor = LocalPipelineExecutor(
+        pipeline=pipeline, tasks=len(files), workers=2, logging_dir=str(args.scratch / "logs")
+    )
     executor.run()
     return {"tasks": len(files)}
 

@@ -101,7 +101,7 @@ class Tokenize(MapStage):
     # -- the loaded tokenizer (once per process) --------------------------------------
 
     def setup(self) -> None:
-        self.encoder()
+        self.encoder().warm()
 
     def encoder(self) -> Encoder:
         enc: Encoder | None = self.__dict__.get("_encoder")

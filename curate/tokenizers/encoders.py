@@ -51,6 +51,9 @@ class Encoder(ABC):
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """(ids as one flat uint32 array, number of ids per text as int64)."""
 
+    def warm(self) -> None:
+        """Build whatever encoding needs beyond what describing the tokenizer needs."""
+
     def token_id(self, token: str) -> int | None:
         return self.special.get(token)
 

@@ -27,10 +27,19 @@ _TEKKEN_LEGACY_SPECIAL = {"<unk>": 0, "<s>": 1, "</s>": 2, "[INST]": 3, "[/INST]
 
 @dataclass
 class _BPEEncoder(Encoder):
+    """Built in two steps: what the manifest needs (cheap), then tiktoken's encoder, only
+    where documents are encoded (`warm`), so the driver never builds it."""
+
+    _build: Any = None  # () -> tiktoken.Encoding
     _enc: Any = None
     offset: int = 0
 
+    def warm(self) -> None:
+        if self._enc is None:
+            self._enc = self._build()
+
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        self.warm()
         if self.threads > 1:
             lists = self._enc.encode_ordinary_batch(texts, num_threads=self.threads)
         else:  # no thread pool for one thread
@@ -48,23 +57,15 @@ class TekkenEncoder(_BPEEncoder):
         config = data["config"]
         num_special = int(config["default_num_special_tokens"])
         vocab_size = int(config["default_vocab_size"])
-        inner = vocab_size - num_special
-        vocab = data["vocab"][:inner]
-        ranks = {base64.b64decode(t["token_bytes"]): int(t["rank"]) for t in vocab}
-        if sorted(ranks.values()) != list(range(inner)):
-            raise CurateError(f"tekken file {source.main}: ranks are not 0..{inner - 1}")
+        if len(data["vocab"]) < vocab_size - num_special:
+            raise CurateError(f"tekken file {source.main}: fewer ranks than its vocabulary size")
         listed = data.get("special_tokens")
         special = (
             {t["token_str"]: int(t["rank"]) for t in listed}
             if listed is not None
             else dict(_TEKKEN_LEGACY_SPECIAL)
         )
-        enc = tiktoken.Encoding(
-            name=source.main.stem,
-            pat_str=config["pattern"],
-            mergeable_ranks=ranks,
-            special_tokens={},
-        )
+        del data
         return cls(
             source=source,
             threads=threads,
@@ -74,9 +75,23 @@ class TekkenEncoder(_BPEEncoder):
             defaults=config_defaults(
                 source, ModelDefaults("<s>", "</s>", True, "tekken: Mistral models start with BOS")
             ),
-            _enc=enc,
+            _build=lambda: _tekken_encoding(source, vocab_size - num_special),
             offset=num_special,
         )
+
+
+def _tekken_encoding(source: TokenizerSource, inner: int) -> Any:
+    import tiktoken
+
+    data = json.loads(source.main.read_text(encoding="utf-8"))
+    ranks = {base64.b64decode(t["token_bytes"]): int(t["rank"]) for t in data["vocab"][:inner]}
+    if sorted(ranks.values()) != list(range(inner)):
+        raise CurateError(f"tekken file {source.main}: ranks are not 0..{inner - 1}")
+    pattern = data["config"]["pattern"]
+    del data
+    return tiktoken.Encoding(
+        name=source.main.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
+    )
 
 
 def read_ranks(path: Any) -> dict[bytes, int]:
