@@ -18,8 +18,10 @@ class LocalSummaries(Summaries):
     """Summary rows held by this process: Arrow IPC files spilled by each partition, scanned
     lazily by polars, or in-memory tables (for `Pipeline.process` on small data)."""
 
-    max_nodes = 1 << 21
-    """Rows whose values `score_pairs` holds at once (about 1 GiB of 128-value signatures)."""
+    value_budget = 256 << 20
+    """Bytes of fetched values `score_pairs` aims to hold at once; the first piece (of
+    `first_pairs` pairs) measures how many bytes a row's value takes."""
+    first_pairs = 1 << 16
 
     def __init__(self, frames: list[pl.LazyFrame]) -> None:
         self.frames = frames
@@ -96,8 +98,8 @@ class LocalSummaries(Summaries):
         b = pairs.column("b").to_numpy().astype(np.uint64)
         out = np.zeros(len(a), np.float64)
         by_first = np.argsort(a, kind="stable")
-        step = max(1, self.max_nodes // 2)  # each pair adds at most two rows
-        for start in range(0, len(a), step):
+        start, step = 0, self.first_pairs
+        while start < len(a):
             chunk = by_first[start : start + step]
             nodes = np.unique(np.concatenate([a[chunk], b[chunk]]))
             found = (
@@ -114,6 +116,9 @@ class LocalSummaries(Summaries):
             left = np.searchsorted(have, a[chunk])
             right = np.searchsorted(have, b[chunk])
             out[chunk] = score(values, left, right)
+            start += len(chunk)
+            per_pair = max(1, values.nbytes) / len(chunk)  # each pair adds up to two rows
+            step = max(1, int(self.value_budget / per_pair))
         return out
 
     def connected_components(self, edges: pa.Table) -> pa.Table:

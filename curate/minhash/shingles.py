@@ -16,6 +16,7 @@ for `xxh32_ranges`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pyarrow as pa
@@ -64,16 +65,34 @@ class Shingles:
     counts: np.ndarray  # int64, shingles per document (0 for a document without words)
 
 
+@lru_cache(maxsize=1)
+def _python_only_lower() -> str:
+    """A regex matching any character whose `str.lower()` Arrow's `utf8_lower` does not give:
+    those the two libraries' Unicode tables map differently (checked here, over the Basic
+    Multilingual Plane, for the versions installed), capital sigma (Python lowers it by
+    context, to a final sigma at the end of a word) and everything beyond the BMP."""
+    chars = [chr(c) for c in range(0x10000) if not 0xD800 <= c < 0xE000]
+    arrow = pc.utf8_lower(pa.array(chars)).to_pylist()
+    odd = [c for c, low in zip(chars, arrow, strict=True) if c.lower() != low]
+    odd.append("\u03a3")
+    return "[" + "".join(f"\\x{{{ord(c):x}}}" for c in sorted(set(odd))) + "\\x{10000}-\\x{10ffff}]"
+
+
 def lowercase(texts: pa.Array) -> pa.Array:
-    """`str.lower()` of every string: Arrow's ASCII kernel where a string is ASCII (the two
-    agree there), Python's own for the rest (Arrow's Unicode tables differ from Python's)."""
-    ascii_ = pc.string_is_ascii(texts)
+    """`str.lower()` of every string, the same code points Python gives: Arrow's kernels where
+    they agree with Python (ASCII strings; strings without the characters they disagree on),
+    Python's own for the rest."""
     lowered = pc.ascii_lower(texts)
-    if pc.all(ascii_).as_py() is not False:
+    other = pc.invert(pc.fill_null(pc.string_is_ascii(texts), True))
+    if not pc.any(other).as_py():
         return lowered
-    other = pc.invert(pc.fill_null(ascii_, True))
-    values = [v.lower() for v in pc.filter(texts, other).to_pylist()]
-    return pc.replace_with_mask(lowered, other, pa.array(values, lowered.type))
+    rest = pc.filter(texts, other)
+    rest_lowered = pc.utf8_lower(rest)
+    python = pc.match_substring_regex(rest, _python_only_lower())
+    if pc.any(python).as_py():
+        values = [v.lower() for v in pc.filter(rest, python).to_pylist()]
+        rest_lowered = pc.replace_with_mask(rest_lowered, python, pa.array(values, rest.type))
+    return pc.replace_with_mask(lowered, other, rest_lowered)
 
 
 def utf8_buffer(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -97,12 +116,12 @@ def utf8_buffer(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
 
 def space_mask(data: np.ndarray) -> np.ndarray:
     """True for every byte of a whitespace character (as Python's `str.isspace` defines it)."""
-    space = data == 32
-    space |= np.subtract(data, np.uint8(9)) <= 4  # \t \n \v \f \r (uint8 wraps below 9)
-    space |= np.subtract(data, np.uint8(28)) <= 3  # \x1c..\x1f
-    if len(data) == 0 or data.max() < 0xC2:
-        return space
-    lead = np.flatnonzero((data == 0xC2) | (np.subtract(data, np.uint8(0xE1)) <= 2))
+    shifted = np.subtract(data, np.uint8(9))  # uint8 wraps: \t..\r become 0..4
+    space = shifted <= 4
+    np.subtract(data, np.uint8(28), out=shifted)  # \x1c..\x1f and the space become 0..4
+    space |= shifted <= 4
+    lead = np.flatnonzero(data >= 0xC2)  # lead bytes of 2- to 4-byte characters
+    lead = lead[(data[lead] == 0xC2) | (np.subtract(data[lead], np.uint8(0xE1)) <= 2)]
     if len(lead):
         padded = np.concatenate([data, np.zeros(2, np.uint8)])
         b0, b1, b2 = padded[lead], padded[lead + 1], padded[lead + 2]
@@ -128,9 +147,10 @@ def words(
         empty = np.zeros(0, np.int64)
         return empty, empty, np.zeros(len(offsets) - 1, np.int64), np.zeros(0, bool)
     inword = ~space_mask(data)
-    # +1 where a word starts, -1 where one ends; nonzero positions alternate start, end.
-    edges = np.diff(inword.view(np.int8), prepend=np.int8(0), append=np.int8(0))
-    bounds = np.flatnonzero(edges)
+    # Where inword changes (with False on both sides): positions alternate start, end.
+    padded = np.zeros(len(data) + 2, bool)
+    padded[1:-1] = inword
+    bounds = np.flatnonzero(padded[1:] != padded[:-1])
     starts, ends = bounds[0::2], bounds[1::2]
     # A word may not run across documents: split where a document starts inside one.
     inner = offsets[1:-1]
@@ -153,15 +173,11 @@ def join_words(
     sep[np.cumsum(counts)[counts > 0] - 1] = 0  # no space after a document's last word
     new_ends = np.cumsum(lengths + sep) - sep
     new_starts = new_ends - lengths
-    # The first whitespace byte after every word but a document's last becomes the space.
-    gaps = ends[sep == 1]
+    # The first whitespace byte after every word but a document's last is kept, as a space.
     keep = inword.copy()
-    keep[gaps] = True
-    source = data.copy()
-    source[gaps] = 32
-    joined = source[keep]
-    buffer = np.zeros(len(joined) + PAD, np.uint8)
-    buffer[: len(joined)] = joined
+    keep[ends[sep == 1]] = True
+    buffer = np.concatenate([data[keep], np.zeros(PAD, np.uint8)])
+    buffer[new_ends[sep == 1]] = 32
     return buffer, new_starts, new_ends
 
 
@@ -170,14 +186,22 @@ def windows(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Shingles of `size` consecutive units per document (one of all units when fewer)."""
     per_doc = np.where(counts >= size, counts - size + 1, np.minimum(counts, 1))
-    total = int(per_doc.sum())
-    first_unit = np.cumsum(counts) - counts
-    doc = np.repeat(np.arange(len(counts)), per_doc)
-    first_shingle = np.cumsum(per_doc) - per_doc
-    first = first_unit[doc] + (np.arange(total) - first_shingle[doc])
-    last = first + np.minimum(counts[doc], size) - 1
-    starts = unit_starts[first]
-    return starts, unit_ends[last] - starts, per_doc
+    doc_end = np.cumsum(counts)
+    # A shingle starts at every unit but the last size-1 of each document, and at the
+    # first unit of a document with fewer units than that.
+    first = np.ones(len(unit_starts), bool)
+    for j in range(1, size):
+        tail = doc_end[counts > j] - j
+        first[tail] = False
+    short = (counts > 0) & (counts < size)
+    first[(doc_end - counts)[short]] = True
+    first_unit = np.flatnonzero(first)
+    last_unit = first_unit + (size - 1)
+    if short.any():  # a short document's one shingle ends at its last unit
+        is_short = np.repeat(short, per_doc)
+        last_unit[is_short] = doc_end[short] - 1
+    starts = unit_starts[first_unit]
+    return starts, unit_ends[last_unit] - starts, per_doc
 
 
 def shingle(texts: pa.Array | pa.ChunkedArray, unit: str, size: int, low: bool) -> Shingles:

@@ -15,26 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from curate.minhash.shingles import Shingles
-from curate.minhash.xxh32 import words_view, xxh32_ranges
-
 U32 = np.uint32
 EMPTY = U32(0xFFFFFFFF)
-HASH_BLOCK = 1 << 15
 PERM_BLOCK = 1 << 14
-
-
-def shingle_hashes(shingles: Shingles) -> np.ndarray:
-    """xxh32 (seed 0) of every shingle's bytes, in the order of `shingles`."""
-    n = len(shingles.starts)
-    out = np.empty(n, U32)
-    words = words_view(shingles.buffer).copy()  # aligned: gathers from it are ~2x faster
-    for c0 in range(0, n, HASH_BLOCK):
-        c1 = min(n, c0 + HASH_BLOCK)
-        out[c0:c1] = xxh32_ranges(
-            shingles.buffer, shingles.starts[c0:c1], shingles.lengths[c0:c1], words
-        )
-    return out
 
 
 def fmix32(h: np.ndarray) -> np.ndarray:

@@ -132,3 +132,42 @@ def _merge(h: np.ndarray, idx: np.ndarray, v: list[np.ndarray], t: np.ndarray) -
         y = _rotl(x.copy(), r, t)
         np.add(acc, y, out=acc)
     h[idx] = acc
+
+
+def xxh32_word_runs(values: np.ndarray, count: int) -> np.ndarray:
+    """xxh32 of the 4*count little-endian bytes of `values[i:i+count]`, for every i in
+    `range(len(values) - count + 1)`: each run is `count` consecutive uint32 values, so
+    every step is a slice of `values`, never a gather."""
+    values = np.ascontiguousarray(values, dtype=U32)
+    n = len(values) - count + 1
+    if n <= 0:
+        return np.zeros(0, U32)
+    tmp = np.empty(n, U32)
+    lane = np.empty(n, U32)
+    stripes = count // 4
+    if stripes:
+        v = [np.full(n, x, U32) for x in (_V1, P2, U32(0), _V4)]
+        for s in range(stripes):
+            for j, acc in enumerate(v):
+                k = 4 * s + j
+                np.copyto(lane, values[k : k + n])
+                _round(acc, lane, tmp)
+        h = _rotl(v[0], 1, tmp)
+        for x, r in ((v[1], 7), (v[2], 12), (v[3], 18)):
+            np.add(h, _rotl(x, r, tmp), out=h)
+    else:
+        h = np.full(n, P5, U32)
+    np.add(h, U32((4 * count) & 0xFFFFFFFF), out=h)
+    for t in range(count % 4):
+        k = 4 * stripes + t
+        np.multiply(values[k : k + n], P3, out=lane)
+        np.add(h, lane, out=h)
+        _rotl(h, 17, tmp)
+        np.multiply(h, P4, out=h)
+    for shift, mult in ((15, P2), (13, P3)):
+        np.right_shift(h, U32(shift), out=tmp)
+        np.bitwise_xor(h, tmp, out=h)
+        np.multiply(h, mult, out=h)
+    np.right_shift(h, U32(16), out=tmp)
+    np.bitwise_xor(h, tmp, out=h)
+    return h

@@ -36,9 +36,9 @@ from pydantic import Field, model_validator
 
 from curate.engines.collective import Summaries
 from curate.io.batches import ID
+from curate.minhash.hashes import hash_shingles
 from curate.minhash.lsh import band_keys, candidate_probability
-from curate.minhash.shingles import shingle
-from curate.minhash.signatures import shingle_hashes, signatures
+from curate.minhash.signatures import signatures
 from curate.minhash.verify import estimate_scores, exact_scores
 from curate.stages.base import ORDER, REJECTED_SCHEMA, BarrierStage, StageParams, rejected_table
 
@@ -146,7 +146,9 @@ class MinHashDedup(BarrierStage):
         details: dict[str, Any] = {
             "shingles": f"{shingles} of ' '.join(text{'.lower()' if p.lowercase else ''}"
             ".split()), UTF-8; fewer units make one shingle; no words, no shingle",
-            "shingle_hash": "xxh32 (seed 0) of each shingle's bytes",
+            "shingle_hash": "xxh32 (seed 0) of the shingle's UTF-8 bytes"
+            if p.unit == "char"
+            else "xxh32 (seed 0) of the shingle's words' xxh32 values, 4 little-endian bytes each",
             "scheme": "datasketch affine32: fmix32(h), then a*h+b mod 2^32",
             "seed": p.seed,
             "num_perm": p.num_perm,
@@ -183,10 +185,9 @@ class MinHashDedup(BarrierStage):
         bands, rows = self.band_shape()
         a, b = permutations(p.num_perm, p.seed)
         texts = batch.column(batch.schema.get_field_index(self.text_field))
-        found = shingle(texts, p.unit, p.size, p.lowercase)
-        hashes = shingle_hashes(found)
-        sigs = signatures(hashes, found.counts, a, b)
-        has = found.counts > 0
+        hashes, counts = hash_shingles(texts, p.unit, p.size, p.lowercase)
+        sigs = signatures(hashes, counts, a, b)
+        has = counts > 0
         kept = np.flatnonzero(has)
         sigs = sigs[kept]
         keys = band_keys(sigs, bands, rows)
@@ -198,8 +199,7 @@ class MinHashDedup(BarrierStage):
         columns += [pa.array(keys[:, i]) for i in range(bands)]
         columns.append(pa.FixedSizeListArray.from_arrays(pa.array(sigs.reshape(-1)), p.num_perm))
         if p.verify == "exact":
-            counts = found.counts[kept]
-            offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+            offsets = np.concatenate([[0], np.cumsum(counts[kept])]).astype(np.int32)
             columns.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(hashes)))
         return pa.RecordBatch.from_arrays(columns, schema=self.summary_schema())
 

@@ -60,7 +60,7 @@ def test_score_pairs_fetches_values_in_bounded_pieces() -> None:
         pa.FixedSizeListArray.from_arrays(pa.array(sigs.reshape(-1)), 4),
     )
     s = LocalSummaries.from_tables([table.slice(0, 2), table.slice(2)])
-    s.max_nodes = 2
+    s.first_pairs, s.value_budget = 1, 40  # one pair, then pieces of about 40 bytes
     pairs = pa.table({"a": pa.array([4, 1, 4], pa.uint64()), "b": pa.array([1, 7, 2], pa.uint64())})
     assert s.score_pairs(pairs, "signature", estimate_scores).tolist() == [0.75, 0.0, 0.5]
 

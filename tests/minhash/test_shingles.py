@@ -12,6 +12,7 @@ from curate.minhash.shingles import reference_shingles, shingle
 PIECES = [
     "a", "B", "ü", "É", "\u00a0", "\u2003", " ", "  ", "\n", "\t", "\r\n", "İ", "ß", "日本",
     "\x1c", "\x85", "x" * 40, "Ω", "\u3000", "\U0001f600", "z", "\u200b", "\u2028", "word",
+    "ΟΔΟΣ", "Σ", "\U00010400", "\ua7cb",
 ]  # fmt: skip
 
 

@@ -8,6 +8,7 @@ compares every value with what curate computed from the text.
 from __future__ import annotations
 
 import random
+import struct
 
 import numpy as np
 import pyarrow as pa
@@ -15,13 +16,14 @@ import pytest
 import xxhash
 from datasketch import LeanMinHash, MinHash
 
-from curate.minhash.shingles import shingle
-from curate.minhash.signatures import shingle_hashes, signatures
+from curate.minhash.hashes import hash_shingles, shingle_hash
+from curate.minhash.signatures import signatures
 from curate.stages.minhash_dedup import permutations
 
 WORDS = [
     "the", "of", "Ünïcödé", "naïve", "日本語", "文字", "😀", "İstanbul", "STRASSE", "straße",
-    "x" * 50, "-", "a", "Ω", "résumé", "Fußball", "ǅ", "\u0130", "tab", "end.",
+    "x" * 50, "-", "a", "Ω", "résumé", "Fußball", "ǅ", "\u0130", "tab", "end.", "ΟΔΟΣ", "Σ",
+    "ΣΑΣ.", "\U00010400", "ꟋA",
 ]  # fmt: skip
 GAPS = [" ", " ", " ", "  ", "\n", "\t", "\u00a0", "\u3000", "\r\n", "\x1c", "\u2009"]
 
@@ -36,6 +38,13 @@ def documents(n: int) -> list[str]:
             parts += [rng.choice(WORDS), rng.choice(GAPS)]
         docs.append(rng.choice(["", " ", "\n"]) + "".join(parts))
     return docs
+
+
+def word_hash(shingle: bytes) -> int:
+    """xxh32 of the words' xxh32 values (4 little-endian bytes each): curate's word hash."""
+    return xxhash.xxh32_intdigest(
+        b"".join(struct.pack("<I", xxhash.xxh32_intdigest(w)) for w in shingle.split(b" "))
+    )
 
 
 def python_shingles(text: str, unit: str, size: int, low: bool) -> list[bytes]:
@@ -60,11 +69,12 @@ def test_bit_for_bit_with_datasketch(
 ) -> None:
     docs = documents(2500 if unit == "word" and size == 5 else 800)
     a, b = permutations(num_perm, seed)
-    found = shingle(pa.array(docs), unit, size, low)
-    sigs = signatures(shingle_hashes(found), found.counts, a, b)
+    hashes, counts = hash_shingles(pa.array(docs), unit, size, low)
+    sigs = signatures(hashes, counts, a, b)
     assert sigs.shape == (len(docs), num_perm) and sigs.dtype == np.uint32
+    hashfunc = xxhash.xxh32_intdigest if unit == "char" else word_hash
     for text, sig in zip(docs, sigs, strict=True):
-        m = MinHash(num_perm=num_perm, seed=seed, hashfunc=xxhash.xxh32_intdigest)
+        m = MinHash(num_perm=num_perm, seed=seed, hashfunc=hashfunc)
         m.update_batch(python_shingles(text, unit, size, low))
         assert np.array_equal(m.hashvalues, sig), repr(text[:80])
         assert np.array_equal(LeanMinHash(m).hashvalues, sig)
@@ -72,8 +82,8 @@ def test_bit_for_bit_with_datasketch(
 
 def test_empty_documents_get_datasketchs_empty_signature() -> None:
     a, b = permutations(128, 1)
-    found = shingle(pa.array(["", "   "]), "word", 5, True)
-    sigs = signatures(shingle_hashes(found), found.counts, a, b)
+    hashes, counts = hash_shingles(pa.array(["", "   "]), "word", 5, True)
+    sigs = signatures(hashes, counts, a, b)
     assert np.array_equal(sigs[0], MinHash(num_perm=128).hashvalues)
     assert (sigs == np.uint32(0xFFFFFFFF)).all()
 
@@ -83,7 +93,14 @@ def test_batch_split_does_not_change_signatures() -> None:
     a, b = permutations(128, 1)
 
     def sig(chunk: list[str]) -> np.ndarray:
-        found = shingle(pa.array(chunk), "word", 5, True)
-        return signatures(shingle_hashes(found), found.counts, a, b)
+        hashes, counts = hash_shingles(pa.array(chunk), "word", 5, True)
+        return signatures(hashes, counts, a, b)
 
     assert np.array_equal(sig(docs), np.concatenate([sig(docs[:97]), sig(docs[97:])]))
+
+
+def test_curates_plain_python_hash_is_the_one_used() -> None:
+    for text in ("a b c d e f", "x", "日本 語", "one two three four five"):
+        for sh in python_shingles(text, "word", 5, True):
+            assert shingle_hash("word")(sh) == word_hash(sh)
+    assert shingle_hash("char") is xxhash.xxh32_intdigest
