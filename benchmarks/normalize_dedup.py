@@ -4,9 +4,9 @@ Builds (or reuses) the corpora, then for each round and size runs every contende
 its own process, in alternating order, each on an empty scratch folder after the
 page cache holds the corpus and dirty pages of the previous run are flushed. The
 machine is shared: a run during which other processes kept more than
-MAX_FOREIGN_LOAD cores busy is repeated (up to ATTEMPTS times; the quietest attempt
-is kept and its foreign load reported), and each run first waits up to PATIENCE_S
-for such a quiet second. After
+MAX_FOREIGN_LOAD cores busy is repeated (up to --attempts times; the quietest attempt
+is kept and its foreign load reported), and each attempt first waits up to
+--patience seconds for such a quiet second. After
 every run it reads the output back and checks that all contenders kept the same
 documents (and that their number equals the corpus's count of distinct texts).
 Medians over rounds go to benchmarks/results/normalize_dedup.md (raw runs beside it,
@@ -42,8 +42,6 @@ from benchmarks.outputs import Digest
 RESULTS = Path(__file__).resolve().parent / "results" / "normalize_dedup.md"
 CHUNK = 8 << 20
 MAX_FOREIGN_LOAD = 0.15
-ATTEMPTS = 4
-PATIENCE_S = 180
 
 
 def warm(info: corpus.CorpusInfo) -> None:
@@ -72,10 +70,13 @@ def sha256_cost(paths: list[Path]) -> tuple[float, int]:
     return time.perf_counter() - start, total
 
 
-def run_quiet(contender: Contender, info: corpus.CorpusInfo, work: Path, round_: int) -> report.Run:
-    """Run until other processes left the machine alone (or ATTEMPTS runs were made)."""
-    attempts = []
-    while len(attempts) < ATTEMPTS:
+def run_quiet(
+    contender: Contender, info: corpus.CorpusInfo, work: Path, round_: int, args
+) -> report.Run:
+    """Run until other processes left the machine alone (or args.attempts runs were made)."""
+    attempts: list[report.Run] = []
+    while len(attempts) < args.attempts:
+        wait_for_quiet(MAX_FOREIGN_LOAD, args.patience)
         attempts.append(run_one(contender, info, work, round_))
         if attempts[-1].measurement.foreign_load <= MAX_FOREIGN_LOAD:
             break
@@ -88,7 +89,6 @@ def run_quiet(contender: Contender, info: corpus.CorpusInfo, work: Path, round_:
 def run_one(contender: Contender, info: corpus.CorpusInfo, work: Path, round_: int) -> report.Run:
     contender.prepare(work)
     os.sync()
-    wait_for_quiet(MAX_FOREIGN_LOAD, PATIENCE_S)
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
     slug = contender.folder(work).name
@@ -188,6 +188,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", action="append", help="run only these contenders")
     parser.add_argument("--curate", default=default_curate_executable(), help="curate CLI")
+    parser.add_argument("--attempts", type=int, default=3, help="runs of one when busy")
+    parser.add_argument("--patience", type=float, default=60, help="seconds to wait for quiet")
     args = parser.parse_args()
     sizes = sorted(args.size or [100, 400])
     corpora = {size: corpus.build(size) for size in sizes}
@@ -203,7 +205,7 @@ def main() -> None:
         for size in sizes:
             warm(corpora[size])
             for contender in order:
-                runs.append(run_quiet(contender, corpora[size], work, round_))
+                runs.append(run_quiet(contender, corpora[size], work, round_, args))
                 print(describe(runs[-1]), flush=True)
     command = "python -m benchmarks.normalize_dedup " + " ".join(sys.argv[1:])
     curate_exe = args.curate if any(isinstance(c, Curate) for c in contenders) else None
