@@ -87,9 +87,11 @@ def format_of(path: str) -> str | None:
 
 
 def _expand(pattern: str, base: str) -> list[str]:
-    full = os.path.normpath(os.path.join(base, os.path.expanduser(pattern)))
+    expanded = os.path.expanduser(pattern)
+    full = os.path.normpath(os.path.join(base, expanded))
     if _GLOB_CHARS.search(pattern):
-        matches = glob.glob(full, recursive=True)
+        # the base folder's own name may hold glob characters: only the pattern is a glob
+        matches = glob.glob(os.path.join(glob.escape(base), expanded), recursive=True)
         files = sorted(Path(p).as_posix() for p in matches if not os.path.isdir(p))
         if files:
             return [os.path.normpath(p) for p in files]

@@ -259,3 +259,9 @@ def test_saved_dataset_identity_ignores_cache_files(tmp_path: Path) -> None:
 def test_no_patterns_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(CurateError, match=re.escape("names no inputs")):
         discover_inputs([], tmp_path)
+
+
+def test_glob_characters_in_the_base_folder_are_literal(tmp_path: Path) -> None:
+    base = tmp_path / "runs [2024]"
+    touch(base / "data" / "a.jsonl")
+    assert names(discover_inputs(["data/*.jsonl"], base)) == ["data/a.jsonl"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pyarrow as pa
@@ -306,3 +307,49 @@ def test_on_error_fail_reports_the_earliest_bad_line_of_a_block(tmp_path: Path) 
     data = lines({"text": "a"}, {"text": None}, b"{broken", {"text": 3})
     with pytest.raises(CurateError, match=r"^a\.jsonl:2: text field 'text' is null"):
         read(tmp_path, data, on_error="fail")
+
+
+def damaged_lines(seed: int, n: int) -> list[bytes]:
+    """Records with odd values, then random JSON-significant edits."""
+    rng = random.Random(seed)
+    alphabet = [b"{", b"}", b"[", b'"', b":", b",", b"\\", b"null", b"\\ud800", b"\x00", b"\xff"]
+    alphabet += [b"\xc3", b"\r", b" ", b"1", b"e", b".", b"true", b"NaN", b"\t"]
+    out = []
+    for _ in range(n):
+        record: dict[str, object] = {
+            "text": rng.choice(["a", "h\u00e9llo", "", 5, None, ["l"]]),
+            "id": rng.choice(["i", 3, None, 2.5, True, 10**20]),
+        }
+        for key in KEEP:
+            if rng.random() < 0.5:
+                record[key] = rng.choice([1, 2.5, "s", None, ["a"], [1], True, {"o": 1}, 10**19])
+        line = json.dumps(record, ensure_ascii=rng.random() < 0.5).encode()
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            i = rng.randrange(len(line) + 1)
+            line = line[:i] + rng.choice(alphabet) + line[i + rng.choice([0, 1]) :]
+        out.append(line.replace(b"\n", b""))
+    return out
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("id_field", [None, "id"])
+def test_random_damage_is_judged_line_by_line(
+    tmp_path: Path, seed: int, id_field: str | None
+) -> None:
+    """Each line alone and all lines in one block (fast path with hops) agree."""
+    fields = FieldSpec("text", id_field, KEEP)
+    damaged = damaged_lines(seed, 80)
+    rows, bad = read(tmp_path, b"\n".join(damaged) + b"\n", fields)
+    threaded = read(tmp_path, b"\n".join(damaged) + b"\n", fields, use_threads=True)
+    assert repr((rows, bad)) == repr(threaded)
+    alone_rows: list[dict] = []
+    alone_bad = []
+    for i, line in enumerate(damaged):
+        r, b = read(tmp_path, b"{}\n" + line + b"\n", fields)  # line 2: no file-start BOM
+        for row in r:
+            if id_field is None:
+                row["id"] = f"a.jsonl:{i + 1}"
+        alone_rows += r
+        alone_bad += [(i + 1, q.reason, q.nbytes) for q in b if q.line == 2]
+    assert repr(alone_rows) == repr(rows)
+    assert alone_bad == [(q.line, q.reason, q.nbytes) for q in bad]
