@@ -278,8 +278,10 @@ def _torch_class() -> type[TokenBlocks]:
     class TorchTokenBlocks(TokenBlocks, IterableDataset):
         def __iter__(self) -> Iterator[Any]:
             info = get_worker_info()
+            # Copies: a block is small, and torch wants writable arrays (the views are read-only).
             if info is None:
-                yield from TokenBlocks.__iter__(self)
+                for block in TokenBlocks.__iter__(self):
+                    yield block.copy()
                 return
             # DataLoader takes one batch from each worker in turn: worker w yields the
             # w-th of every num_workers batches, so the main process still sees samples
@@ -287,7 +289,7 @@ def _torch_class() -> type[TokenBlocks]:
             b, w = self.batch_size, info.num_workers
             for first in range(self.position + info.id * b, len(self), w * b):
                 for k in range(first, min(first + b, len(self))):
-                    yield self[k]
+                    yield self[k].copy()
 
     _TORCH_CLASS = TorchTokenBlocks
     return TorchTokenBlocks

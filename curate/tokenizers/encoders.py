@@ -53,6 +53,7 @@ class Encoder(ABC):
 
     def warm(self) -> None:
         """Build whatever encoding needs beyond what describing the tokenizer needs."""
+        return None
 
     def token_id(self, token: str) -> int | None:
         return self.special.get(token)

@@ -44,7 +44,18 @@ class TokenizerSource:
 
 
 def _json_head_kind(path: Path) -> Kind | None:
-    """tokenizer.json or tekken, from the file's top-level keys."""
+    """tokenizer.json or tekken, from the file's top-level keys.
+
+    The first megabyte usually tells (tekken files begin with their config and ranks, a
+    tokenizer.json with its version and settings), which keeps an up-to-date check cheap;
+    otherwise the whole file is parsed.
+    """
+    with open(path, "rb") as f:
+        head = f.read(1 << 20)
+    if b'"pattern"' in head and b'"token_bytes"' in head:
+        return "tekken"
+    if b'"model"' in head and b'"normalizer"' in head:
+        return "tokenizer.json"
     try:
         with open(path, "rb") as f:
             data = json.load(f)

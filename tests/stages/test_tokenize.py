@@ -110,3 +110,20 @@ def test_run_records_tokenizer_identity_and_follows_its_files(tmp_path: Path) ->
     )
     v2 = curate.run(recipe)
     assert v2.name == "v2" and v2.to_arrow().column("input_ids")[0].as_py()[0] == 1
+
+
+def test_up_to_date_check_loads_no_tokenizer_library(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(10, dup_every=0))
+    recipe = write_recipe(tmp_path, stages=[{"tokenize": {"source": str(TOKENIZER)}}])
+    curate.run(recipe)
+    code = (
+        "import sys, curate\n"
+        f"v = curate.run({str(recipe)!r})\n"
+        "heavy = {'tokenizers', 'sentencepiece', 'tiktoken'} & {m.split('.')[0] for m in sys.modules}\n"
+        "print(v.up_to_date, sorted(heavy))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "True []"

@@ -107,3 +107,26 @@ def test_special_literals_are_text_in_every_family(tmp_path: Path) -> None:
             body = ids[1:-1] if policy.bos_id is not None else ids[:-1]
             assert ids[-1] == policy.eos_id
             assert not controls & set(body), (source.name, text, ids)
+
+
+def test_ids_written_to_shards_match_sentencepiece(tmp_path: Path) -> None:
+    """The same strings through a whole run: JSONL in, shards out, read back."""
+    import sentencepiece as spm
+    from conftest import write_jsonl, write_recipe
+
+    import curate
+
+    path = mistral_data() / "tokenizer.model.v1"
+    write_jsonl(
+        tmp_path / "data" / "a.jsonl", [{"id": str(i), "text": s} for i, s in enumerate(STRINGS)]
+    )
+    stage = {"tokenize": {"source": str(path), "bos": True, "eos": True}}
+    version = curate.run(write_recipe(tmp_path, stages=[stage]))
+    table = version.to_arrow()
+    got = dict(
+        zip(table.column("id").to_pylist(), table.column("input_ids").to_pylist(), strict=True)
+    )
+    sp = spm.SentencePieceProcessor(model_file=str(path))
+    expected = {str(i): [1, *sp.encode(s), 2] for i, s in enumerate(STRINGS) if s}
+    assert got == expected
+    assert version.manifest["counts"]["removed"] == {"0:tokenize": {"empty": STRINGS.count("")}}
