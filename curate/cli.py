@@ -76,6 +76,65 @@ def show(path: Path) -> None:
     click.echo(render_summary(version))
 
 
+@main.command()
+@click.argument("path", type=click.Path(exists=True, path_type=Path))
+@_user_errors
+def verify(path: Path) -> None:
+    """Re-hash every file of a version and check it against its manifest and counts."""
+    from curate.verify import verify as verify_folder
+    from curate.version import open as open_version
+
+    folder = open_version(path).path if not (path / "manifest.json").is_file() else path
+    problems = verify_folder(folder)
+    if problems:
+        for problem in problems:
+            click.echo(f"{folder}: {problem}", err=True)
+        raise SystemExit(1)
+    click.echo(f"{folder}: OK")
+
+
+@main.command()
+@click.argument("root", type=click.Path(exists=True, path_type=Path))
+@_user_errors
+def log(root: Path) -> None:
+    """List the versions under ROOT (an output root or one dataset folder)."""
+    from curate.history import log_rows, render_log
+
+    click.echo(render_log(log_rows(root)))
+
+
+@main.command()
+@click.argument("a", type=click.Path(exists=True, path_type=Path))
+@click.argument("b", type=click.Path(exists=True, path_type=Path))
+@_user_errors
+def diff(a: Path, b: Path) -> None:
+    """Recipe, input and per-stage count differences between two version folders."""
+    from curate.history import diff as diff_versions
+
+    click.echo(diff_versions(a, b))
+
+
+@main.command()
+@click.argument("root", type=click.Path(exists=True, path_type=Path))
+@click.option("--keep", type=click.IntRange(min=1), required=True, help="Versions to keep.")
+@_user_errors
+def gc(root: Path, keep: int) -> None:
+    """Remove old versions under ROOT, keeping the newest KEEP, LATEST and any held by a reader."""
+    from curate.history import dataset_folders
+    from curate.sizes import format_size
+    from curate.store import Store
+
+    total = 0
+    for dataset in dataset_folders(root):
+        for version, freed in Store(dataset.parent, dataset.name).collect(keep):
+            if freed is None:
+                click.echo(f"{dataset.name}/{version}: kept, a reader holds it")
+            else:
+                total += freed
+                click.echo(f"{dataset.name}/{version}: removed ({format_size(freed)})")
+    click.echo(f"freed {format_size(total)}")
+
+
 @main.command(name="schemas")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("schemas"), show_default=True)
 @click.option(

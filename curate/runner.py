@@ -72,12 +72,12 @@ def run(
     )
     found = store.find(fp)
     if found is not None:
-        return Version(found, up_to_date=True)
+        return Version(found, up_to_date=True).hold()
     store.ensure()
     with store.lock(fp):
         found = store.find(fp)  # another process may have built it while we waited
         if found is not None:
-            return Version(found, up_to_date=True)
+            return Version(found, up_to_date=True).hold()
         try:
             return _build(recipe, files, stages, fp, store, progress, workers)
         except CurateError:
@@ -209,7 +209,7 @@ def _build_with(
         path = store.publish(out, version, fp, fsync=recipe.output.fsync)
     shutil.rmtree(staging, ignore_errors=True)
     log.info("published %s", path)
-    return Version(path)
+    return Version(path).hold()
 
 
 def _tokens(shards: list[FileRecord]) -> int | None:

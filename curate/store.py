@@ -132,6 +132,57 @@ class Store:
             fsync_dir(self.path)
         return target
 
+    # -- readers' locks and garbage collection -------------------------------------------
+    def read_lock_path(self, version: str) -> Path:
+        return self.path / ".locks" / f"{version}.lock"
+
+    def collect(self, keep: int) -> list[tuple[str, int | None]]:
+        """Remove all but the newest `keep` versions, never LATEST, never one a reader holds.
+
+        Returns (version, bytes freed) per version considered for removal; bytes is None
+        for a version skipped because a process holds its read lock.
+        """
+        if keep < 1:
+            raise CurateError("--keep must be at least 1")
+        versions = self.versions()
+        protected = set(versions[-keep:]) | {self.latest()}
+        report: list[tuple[str, int | None]] = []
+        for version in versions:
+            if version in protected:
+                continue
+            folder = self.path / version
+            with self._try_exclusive(self.read_lock_path(version)) as got:
+                if not got:
+                    report.append((version, None))
+                    continue
+                freed = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+                _unseal(folder)
+                shutil.rmtree(folder)
+                self._forget(version)
+                report.append((version, freed))
+        return report
+
+    def _forget(self, version: str) -> None:
+        index = self.path / ".index"
+        if index.is_dir():
+            for entry in index.iterdir():
+                if entry.read_text().strip() == version:
+                    entry.unlink()
+
+    @contextlib.contextmanager
+    def _try_exclusive(self, path: Path) -> Iterator[bool]:
+        path.parent.mkdir(exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                yield False
+                return
+            yield True
+        finally:
+            os.close(fd)
+
     def discard(self, folder: Path) -> None:
         if folder.exists():
             _unseal(folder)

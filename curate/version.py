@@ -8,6 +8,7 @@ beside its source files on `.map()` land in the view, never in the version.
 from __future__ import annotations
 
 import builtins
+import fcntl
 import html
 import json
 import os
@@ -41,6 +42,29 @@ class Version:
         if not (self.path / "manifest.json").is_file():
             raise CurateError(f"{self.path} is not a curate version (no manifest.json)")
         self.up_to_date = up_to_date
+        self._lock_fd: int | None = None
+
+    def hold(self) -> Version:
+        """Take a shared read lock on this version, so `curate gc` leaves it alone while this
+        object lives (or until `release()`). Returns the version, for chaining."""
+        if self._lock_fd is None:
+            lock = self.path.parent / ".locks" / f"{self.path.name}.lock"
+            try:
+                lock.parent.mkdir(exist_ok=True)
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o640)
+            except OSError:  # a read-only copy of the dataset: nothing can collect it either
+                return self
+            fcntl.flock(fd, fcntl.LOCK_SH)
+            self._lock_fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __del__(self) -> None:
+        self.release()
 
     @cached_property
     def manifest(self) -> dict[str, Any]:

@@ -1,0 +1,40 @@
+"""curate log lists versions; curate diff shows recipe, input and per-stage count changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import write_recipe
+
+import curate
+from curate.cli import main
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def test_log_and_diff(project: Path) -> None:
+    v1 = curate.run(write_recipe(project))
+    v2 = curate.run(write_recipe(project, stages=[{"normalize": {}}, {"filter_length": {"min_words": 9}}, {"exact_dedup": {}}]))
+    with open(project / "data" / "a.jsonl", "a") as f:
+        f.write(json.dumps({"id": "extra", "text": "one more document with enough words in it"}) + "\n")
+    v3 = curate.run(write_recipe(project, stages=[{"normalize": {}}, {"filter_length": {"min_words": 9}}, {"exact_dedup": {}}]))
+
+    out = cli("log", str(project / "out"))
+    lines = out.strip().splitlines()
+    assert [line.split()[0] for line in lines] == ["t/v1", "t/v2", "t/v3"]
+    assert "(LATEST)" in lines[2] and v3.fingerprint[:12] in lines[2]
+    assert f"{v1.counts['written']:,} documents" in lines[0]
+    assert cli("log", str(project / "out" / "t")) == out
+
+    d = cli("diff", str(v1.path), str(v2.path))
+    assert "stages[1].filter_length.min_words: (absent) -> 9" in d
+    assert "inputs: same" in d
+    d = cli("diff", str(v2.path), str(v3.path))
+    assert "recipe: same" in d and "data/a.jsonl: content changed" in d
+    assert "written:" in d
