@@ -122,6 +122,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument(
+        "--quiet", type=float, default=None, help="wait (up to 2 min) for other load <= this"
+    )
     args = parser.parse_args()
     folder = WORK / f"corpus-{args.size}"
     info = json.loads((folder / "corpus.json").read_text())
@@ -136,6 +139,10 @@ def main() -> None:
     sigs: dict[str, np.ndarray] = {}
     for r in range(args.rounds):
         for name in CONTENDERS if r % 2 == 0 else CONTENDERS[::-1]:
+            if args.quiet is not None:  # the machine is shared: wait for the others to pause
+                from benchmarks.measure import wait_for_quiet
+
+                results[name].setdefault("load", []).append(wait_for_quiet(args.quiet, 120))
             sig, wall, cpu = run(name, texts)
             sigs[name] = sig
             results[name]["cpu"].append(cpu)

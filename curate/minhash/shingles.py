@@ -154,7 +154,8 @@ def words(
     starts, ends = bounds[0::2], bounds[1::2]
     # A word may not run across documents: split where a document starts inside one.
     inner = offsets[1:-1]
-    inner = np.unique(inner[(inner > 0) & (inner < len(data))])  # empty documents repeat one
+    inner = inner[(inner > 0) & (inner < len(data))]
+    inner = inner[np.concatenate([[True], inner[1:] != inner[:-1]])] if len(inner) else inner
     cut = inner[inword[inner] & inword[inner - 1]]
     if len(cut):
         starts = np.insert(starts, np.searchsorted(starts, cut), cut)

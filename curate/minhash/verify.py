@@ -74,6 +74,7 @@ def _sets(values: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     lengths = values.value_lengths().to_numpy(zero_copy_only=False)
     flat = values.flatten().to_numpy().astype(np.uint64)
     owner = np.repeat(np.arange(len(values), dtype=np.uint64), lengths)
-    keys = np.unique((owner << np.uint64(32)) | flat)
+    keys = np.sort((owner << np.uint64(32)) | flat)  # not np.unique: slow on uint64 in numpy 2.4
+    keys = keys[np.concatenate([[True], keys[1:] != keys[:-1]])] if len(keys) else keys
     bounds = np.searchsorted(keys >> np.uint64(32), np.arange(len(values) + 1, dtype=np.uint64))
     return keys, bounds

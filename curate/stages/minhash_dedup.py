@@ -1,10 +1,11 @@
 """Near-duplicate removal with MinHash, LSH banding, verification and connected components.
 
 summarize (per batch, in the workers): shingles, signatures equal to datasketch's
-`MinHash(num_perm, seed, hashfunc=xxhash.xxh32_intdigest)` fed the same shingles, and one
-64-bit key per LSH band. A summary row per document that has words: `id`, `_order`, the
-band keys, the signature and (verify: exact) the shingle hashes. Documents without words
-get no row: they are never clustered (empty ones are exact dedup's job).
+`MinHash(num_perm, seed, hashfunc=curate.minhash.hashes.shingle_hash(unit))` fed the same
+shingles (xxh32 based; see `curate.minhash.hashes`), and one 64-bit key per LSH band. A
+summary row per document that has words: `id`, `_order`, the band keys, the signature and
+(verify: exact) the shingle hashes. Documents without words get no row: they are never
+clustered (empty ones are exact dedup's job).
 
 decide (once, against the engine's collective operations): documents sharing a band key
 become candidate pairs (a star from each bucket's first document); each pair is verified,
@@ -230,7 +231,7 @@ class MinHashDedup(BarrierStage):
             return _with_order(REJECTED_SCHEMA.empty_table(), np.zeros(0, np.uint64))
         pairs = pa.table({"a": pa.array(kept, pa.uint64()), "b": pa.array(removed, pa.uint64())})
         similarity = summaries.score_pairs(pairs, SIGNATURE, estimate_scores)
-        ids = summaries.lookup(pa.array(np.unique(node), pa.uint64()), [ID])
+        ids = summaries.lookup(pa.array(node, pa.uint64()), [ID])  # node is sorted, unique
         have = ids.column(ORDER).to_numpy()
         id_values = ids.column(ID).cast(pa.string())
         table = rejected_table(
@@ -251,7 +252,9 @@ def cluster_stats(roots: np.ndarray) -> dict[str, Any]:
     """Number of clusters and their sizes (documents, the kept one included), by powers of two."""
     if not len(roots):
         return {"clusters": 0, "largest_cluster": 0, "cluster_sizes": {}}
-    _, sizes = np.unique(roots, return_counts=True)
+    ordered = np.sort(roots)
+    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
+    sizes = np.diff(np.append(starts, len(ordered)))
     edges = [2, 3, 5, 9, 17, 33, 65, 129, 1025, 10**4 + 1, 10**5 + 1]
     hist: dict[str, int] = {}
     for lo, hi in zip(edges, [*edges[1:], None], strict=True):
