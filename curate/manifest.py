@@ -41,6 +41,11 @@ class StageRecord(_Model):
     docs_out: int
     changed: int
     removed: dict[str, int]
+    counters: dict[str, int] = Field(
+        default_factory=dict,
+        description="Stage-specific tallies summed over batches and partitions "
+        "(documents per detected language, per benchmark).",
+    )
     seconds: float = Field(description="Worker seconds summed over partitions.")
     software: dict[str, str]
     details: dict[str, Any] = Field(default_factory=dict)

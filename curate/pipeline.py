@@ -83,6 +83,8 @@ class Pipeline:
                     result.batch.num_rows,
                     result.changed,
                 )
+                if result.counters:
+                    c.counters.update(result.counters)
                 if result.removed is not None:
                     c.removed.update(result.removed.column("reason").to_pylist())
                     rejected.append(result.removed)

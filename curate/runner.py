@@ -282,6 +282,7 @@ def _stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
     for i, stage in enumerate(stages):
         agg: dict[str, Any] = {"docs_in": 0, "docs_out": 0, "changed": 0, "seconds": 0.0}
         removed: Counter[str] = Counter()
+        counters: Counter[str] = Counter()
         for pass_records in result.records:
             for r in pass_records:
                 c = r["stages"].get(str(i))
@@ -290,6 +291,7 @@ def _stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
                 for key in agg:
                     agg[key] += c[key]
                 removed.update(c["removed"])
+                counters.update(c.get("counters", {}))
         details = dict(stage.describe())
         seconds = agg.pop("seconds")
         if i in result.decisions:
@@ -302,6 +304,7 @@ def _stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
                 kind="barrier" if isinstance(stage, BarrierStage) else "map",
                 params=stage.params.model_dump(mode="json"),
                 removed=dict(sorted(removed.items())),
+                counters=dict(sorted(counters.items())),
                 seconds=round(seconds, 4),
                 software=software[i],
                 details=details,

@@ -192,6 +192,8 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
             c.docs_in += batch.num_rows
             c.docs_out += result.batch.num_rows
             c.changed += result.changed
+            if result.counters:
+                c.counters.update(result.counters)
             if result.removed is not None and result.removed.num_rows:
                 c.removed.update(Counter(result.removed.column("reason").to_pylist()))
                 rejected.append(result.removed)

@@ -64,6 +64,8 @@ class StageResult:
     batch: pa.RecordBatch
     changed: int = 0
     removed: pa.Table | None = None
+    counters: dict[str, int] | None = None
+    """Stage-specific tallies (documents per language, per benchmark), summed by the engine."""
 
 
 @dataclass
@@ -75,6 +77,7 @@ class StageCounts:
     changed: int = 0
     removed: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
+    counters: Counter[str] = field(default_factory=Counter)
 
     def add(self, other: StageCounts) -> None:
         self.docs_in += other.docs_in
@@ -82,15 +85,19 @@ class StageCounts:
         self.changed += other.changed
         self.removed.update(other.removed)
         self.seconds += other.seconds
+        self.counters.update(other.counters)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out = {
             "docs_in": self.docs_in,
             "docs_out": self.docs_out,
             "changed": self.changed,
             "removed": dict(sorted(self.removed.items())),
             "seconds": round(self.seconds, 4),
         }
+        if self.counters:
+            out["counters"] = dict(sorted(self.counters.items()))
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StageCounts:
@@ -100,6 +107,7 @@ class StageCounts:
             changed=data["changed"],
             removed=Counter(data["removed"]),
             seconds=data.get("seconds", 0.0),
+            counters=Counter(data.get("counters", {})),
         )
 
 
