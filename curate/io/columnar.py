@@ -207,7 +207,7 @@ class _Converter:
             if pa.types.is_string(dtype) or pa.types.is_list(dtype):
                 self._invalid_utf8(kept[field], f"field {field!r} is not valid UTF-8", bad)
         if ids is None:
-            ids = derived_ids(self.name, ":", pa.array(range(first_row, first_row + n), pa.int64()))
+            ids = derived_ids(self.name, ":", range(first_row, first_row + n))
         arrays = [ids, text]
         for field, dtype in fields.keep_fields.items():
             arrays.append(kept[field] if field in kept else pa.nulls(n, dtype))

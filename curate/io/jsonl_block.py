@@ -122,7 +122,7 @@ class BlockParser:
         fields = self.fields
         text = table.column(fields.text_field).combine_chunks()
         if fields.id_field is None:
-            ids = derived_ids(self.name, ":", pa.array(numbers, pa.int64()))
+            ids = derived_ids(self.name, ":", numbers)
         else:
             ids = table.column(fields.id_field).combine_chunks().cast(pa.string())
         arrays = [ids, text] + [table.column(f).combine_chunks() for f in fields.keep_fields]

@@ -28,7 +28,7 @@ class Lines:
     count: int
     numbers: Sequence[int]  # numbers of the non-blank lines
     odd: int | None  # number of the first non-blank line not starting with `{`, if any
-    newlines: Any  # numpy array of the positions of b"\n"
+    _newlines: Any = None  # numpy array of the positions of b"\n", computed when needed
 
     @property
     def end(self) -> int:
@@ -37,12 +37,16 @@ class Lines:
 
     def offset(self, number: int) -> int:
         """Where line `number` starts (the block's length for the line after the block)."""
+        if self._newlines is None:
+            import numpy as np
+
+            self._newlines = np.flatnonzero(np.frombuffer(self.block, np.uint8) == 10)
         i = number - self.first
         if i <= 0:
             return 0
-        if i > len(self.newlines):
+        if i > len(self._newlines):
             return len(self.block)
-        return int(self.newlines[i - 1]) + 1
+        return int(self._newlines[i - 1]) + 1
 
     def raw(self, number: int) -> bytes:
         """One line without its newline."""
@@ -67,6 +71,7 @@ def scan(block: bytes, first: int) -> Lines:
     newlines = np.flatnonzero(data == 10)
     count = len(newlines) + (0 if block.endswith(b"\n") or not block else 1)
     starts = data[newlines[newlines + 1 < len(data)] + 1]
+    # the common case: the block starts with `{` and so does every line after a newline
     if block[:1] == b"{" and bool((starts == 123).all()):
         return Lines(block, first, count, range(first, first + count), None, newlines)
     numbers = []

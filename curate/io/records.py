@@ -8,7 +8,7 @@ number of bad records rather than the size of the batch.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 import pyarrow as pa
@@ -49,10 +49,16 @@ class ErrorSink:
         return records
 
 
-def derived_ids(name: str, sep: str, numbers: pa.Array) -> pa.Array:
+def derived_ids(name: str, sep: str, numbers: Sequence[int]) -> pa.Array:
     """`name + sep + str(number)` for each number, built in C."""
+    if isinstance(numbers, range) and numbers.step == 1:
+        import numpy as np
+
+        array = pa.array(np.arange(numbers.start, numbers.stop, dtype=np.int64))
+    else:
+        array = pa.array(numbers, pa.int64())
     return pc.binary_join_element_wise(
-        pa.scalar(name + sep, pa.string()), pc.cast(numbers, pa.string()), ""
+        pa.scalar(name + sep, pa.string()), pc.cast(array, pa.string()), ""
     )
 
 
