@@ -77,6 +77,16 @@ def discover_inputs(patterns: list[str], base_dir: Path) -> list[InputFile]:
     return found
 
 
+def member_paths(inp: InputFile) -> list[str]:
+    """The files an input is made of, in reading order: the file itself, a text folder's
+    .txt/.md files, or a saved dataset's shards then its state.json. Hash these (not every
+    file under a folder) so an identity ignores what curate does not read."""
+    if inp.format not in ("text_folder", "hf_disk"):
+        return [inp.path]
+    members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
+    return [os.path.join(inp.path, m.rel) for m in members]
+
+
 def format_of(path: str) -> str | None:
     """The file format an extension stands for, or None when curate cannot read it."""
     lower = path.lower()

@@ -15,7 +15,7 @@ import zstandard
 
 from curate.errors import CurateError
 from curate.io import inputs as inputs_module
-from curate.io.inputs import InputFile, discover_inputs, format_of
+from curate.io.inputs import InputFile, discover_inputs, format_of, member_paths
 
 
 def touch(path: Path, data: bytes = b'{"text": "x"}\n') -> Path:
@@ -265,3 +265,18 @@ def test_glob_characters_in_the_base_folder_are_literal(tmp_path: Path) -> None:
     base = tmp_path / "runs [2024]"
     touch(base / "data" / "a.jsonl")
     assert names(discover_inputs(["data/*.jsonl"], base)) == ["data/a.jsonl"]
+
+
+def test_member_paths_are_what_is_read(tmp_path: Path) -> None:
+    touch(tmp_path / "notes" / "b.txt", b"b")
+    touch(tmp_path / "notes" / "a" / "c.md", b"c")
+    touch(tmp_path / "notes" / "skip.rst", b"x")
+    write_hf_folder(tmp_path / "hf", [pa.table({"text": ["a"]})])
+    touch(tmp_path / "hf" / "cache-1.arrow", b"x")
+    touch(tmp_path / "x.jsonl")
+    found = discover_inputs(["notes", "hf", "x.jsonl"], tmp_path)
+    assert [member_paths(f) for f in found] == [
+        [str(tmp_path / "notes" / "a" / "c.md"), str(tmp_path / "notes" / "b.txt")],
+        [str(tmp_path / "hf" / "data-00000-of-00001.arrow"), str(tmp_path / "hf" / "state.json")],
+        [str(tmp_path / "x.jsonl")],
+    ]
