@@ -18,6 +18,7 @@ from curate.recipe import build_stage
 from curate.stages.base import ORDER
 from curate.stages.minhash_dedup import MinHashDedup, MinHashDedupParams
 
+TOKENIZER = Path(__file__).resolve().parents[2] / "sample_data" / "tokenizer"
 TEXT = " ".join(f"word{i} token{i % 7}" for i in range(60))
 
 
@@ -156,6 +157,7 @@ def test_one_and_two_workers_give_identical_output_and_the_manifest_explains(
         [{"minhash_dedup": {"verify": "estimate"}}, {"normalize": {}}, {"exact_dedup": {}}],
         [{"exact_dedup": {}}, {"normalize": {"form": "NFKC"}}, {"minhash_dedup": {}}],
         [{"minhash_dedup": {}}],
+        [{"normalize": {}}, {"minhash_dedup": {}}, {"tokenize": {"source": str(TOKENIZER)}}],
     ],
 )
 def test_any_position_in_a_recipe(tmp_path: Path, stages: list[dict]) -> None:  # type: ignore[type-arg]
@@ -165,3 +167,17 @@ def test_any_position_in_a_recipe(tmp_path: Path, stages: list[dict]) -> None:  
     assert counts["written"] + counts["removed_total"] == len(docs)
     near = sum(v.get("near_duplicate", 0) for k, v in counts["removed"].items())
     assert near > 20
+
+
+def test_up_to_date_check_imports_neither_datasketch_nor_scipy(tmp_path: Path) -> None:
+    planted_files(tmp_path)
+    recipe = write_recipe(tmp_path, stages=[{"minhash_dedup": {}}])
+    first = curate.run(recipe)
+    code = (
+        "import sys, curate\n"
+        f"v = curate.run({str(recipe)!r})\n"
+        "print(v.up_to_date, sorted({'datasketch', 'scipy'} & {m.split('.')[0] for m in sys.modules}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[0] == "True []"
+    assert first.manifest["stages"][0]["software"]["datasketch"]
