@@ -239,14 +239,14 @@ def _collect_side_outputs(
     for k, pass_records in enumerate(records):
         for record in pass_records:
             for key in ("rejected", "quarantine"):
-                info = record["files"].get(key)
-                if info is None or (key == "rejected" and not rejected):
+                if key == "rejected" and not rejected:
                     continue
-                name = f"part-{record['partition']:05d}-pass{k}.arrow"
-                target = out / key / name
-                target.parent.mkdir(exist_ok=True)
-                os.replace(staging / info["path"], target)
-                side[key].append(FileRecord(**(info | {"path": f"{key}/{name}"})))
+                for info in record["files"][key]:
+                    name = f"pass{k}-{Path(info['path']).name.split('-', 1)[1]}"
+                    target = out / key / name
+                    target.parent.mkdir(exist_ok=True)
+                    os.replace(staging / info["path"], target)
+                    side[key].append(FileRecord(**(info | {"path": f"{key}/{name}"})))
     return side
 
 

@@ -26,6 +26,7 @@ from curate.engines.tasks import (
     ORDER_SHIFT,
     PassTask,
     decision_path,
+    files_intact,
     pass_dir,
     record_path,
     run_pass_task,
@@ -56,13 +57,7 @@ def _completed(task: PassTask) -> dict[str, Any] | None:
     if not path.exists():
         return None
     record: dict[str, Any] = json.loads(path.read_text())
-    files = [*record["files"].get("shards", [])]
-    files += [record["files"][k] for k in ("rejected", "quarantine") if k in record["files"]]
-    for info in files:
-        p = task.staging / info["path"]
-        if not p.exists() or p.stat().st_size != info["bytes"]:
-            return None
-    return record
+    return record if files_intact(task.staging, record["files"]) else None
 
 
 class LocalEngine:

@@ -10,10 +10,14 @@ completion marker and its fragment of the manifest.
 
 from __future__ import annotations
 
+import errno
 import json
+import logging
 import os
+import pickle
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -22,12 +26,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.engines.segments import SegmentWriter
 from curate.errors import CurateError
 from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
 from curate.io.packing import PackSpec
 from curate.io.partitions import Partition
 from curate.io.readers import read_partition
 from curate.io.shards import ShardWriter, read_stream, write_table
+from curate.phases import mark
 from curate.stages.base import (
     ORDER,
     REJECTED_SCHEMA,
@@ -36,6 +42,8 @@ from curate.stages.base import (
     Stage,
     StageCounts,
 )
+
+log = logging.getLogger(__name__)
 
 ORDER_SHIFT = 40
 """`_order` = partition << 40 | row: a trillion rows per partition, a million partitions."""
@@ -103,145 +111,271 @@ def decision_path(staging: Path, pass_index: int, partition: int) -> Path:
     return pass_dir(staging, pass_index) / f"decision-{partition:05d}.arrow"
 
 
-def _source_batches(task: PassTask, counts: dict[str, Any]) -> Any:
-    """Batches entering this pass, each with the hidden `_order` column."""
+def _source_chunks(
+    task: PassTask, record: dict[str, Any]
+) -> Iterator[tuple[pa.RecordBatch | None, list[QuarantineRecord]]]:
+    """Chunks entering this pass, each batch with the hidden `_order` column, in a fixed order.
+
+    The chunking is a pure function of the partition, so a resumed run that skips the
+    chunks a checkpoint covers continues exactly where the interrupted run stopped.
+    """
     part = task.partition
     if task.pass_index == 0:
         row = 0
-        quarantined: list[QuarantineRecord] = []
         for chunk in read_partition(
             part, task.fields, on_error=task.on_error, batch_bytes=task.batch_bytes
         ):
-            quarantined.extend(chunk.quarantined)
+            mark("reading")
             batch = chunk.batch
             n = batch.num_rows
-            counts["read"] += n
+            record["read"] += n
             if n == 0:
+                yield None, chunk.quarantined
                 continue
             order = (np.uint64(part.index) << np.uint64(ORDER_SHIFT)) + np.arange(
                 row, row + n, dtype=np.uint64
             )
             row += n
-            yield batch.append_column(ORDER, pa.array(order, pa.uint64()))
-        counts["quarantined"] = len(quarantined)
-        counts["quarantined_bytes"] = sum(q.nbytes for q in quarantined)
-        if quarantined:
-            path = pass_dir(task.staging, 0) / f"quarantine-{part.index:05d}.arrow"
-            info = write_table(
-                path, quarantine_table(quarantined), fsync=task.fsync, relative_to=task.staging
-            )
-            counts["files"]["quarantine"] = info.to_dict()
+            yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
         return
-    source = pass_dir(task.staging, task.pass_index - 1) / f"data-{part.index:05d}.arrow"
-    if source.exists():
-        yield from read_stream(source).to_batches()
+    folder = pass_dir(task.staging, task.pass_index - 1)
+    for path in sorted(folder.glob(f"data-{part.index:05d}-*.arrow")):
+        for batch in read_stream(path).to_batches():
+            mark("reading")
+            yield batch, []
 
 
 def run_pass_task(task: PassTask) -> dict[str, Any]:
     """Run one partition through one pass and write its completion record."""
-    started = time.perf_counter()
-    part = task.partition
-    out_dir = pass_dir(task.staging, task.pass_index)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    record: dict[str, Any] = {
-        "partition": part.index,
-        "pass": task.pass_index,
-        "input": part.input.name,
-        "read": 0,
-        "quarantined": 0,
-        "quarantined_bytes": 0,
-        "stages": {},
-        "files": {},
-    }
-    maps = [ready(s) for s in task.maps]  # same objects, set up once per worker
-    counts = {pos: StageCounts() for pos in task.positions}
-    previous = ready(task.previous) if task.previous is not None else None
-    prev_counts = StageCounts()
-    drops = _drops(task)
-    rejected: list[pa.Table] = []
+    return PartitionRun(task).run()
 
-    writer: ShardWriter | None = None
-    data_writer: pa.ipc.RecordBatchStreamWriter | None = None
-    summary_writer: pa.ipc.RecordBatchFileWriter | None = None
-    if task.final:
-        assert task.final_schema is not None
-        shards = task.staging / "out" / "shards"
-        shards.mkdir(parents=True, exist_ok=True)
-        writer = ShardWriter(
-            shards, part.index, task.final_schema, task.shard_bytes,
-            fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging,
-        )  # fmt: skip
-    packer = task.packing.start(part.index) if writer and task.packing else None
 
-    for batch in _source_batches(task, record):
-        if previous is not None and drops is not None:
+class PartitionRun:
+    """One partition through one pass, checkpointed each time a shard or segment completes.
+
+    A checkpoint (`part-PPPPP.ckpt.json`) names the source chunks consumed, the shards or
+    segments completed, the side outputs flushed, the counters so far and the packer's
+    carried tokens. Side outputs are flushed at the same points whether or not a run was
+    interrupted, so a resumed partition's files are byte-identical to an uninterrupted one's.
+    """
+
+    def __init__(self, task: PassTask) -> None:
+        self.task = task
+        self.part = task.partition
+        self.out_dir = pass_dir(task.staging, task.pass_index)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        self.record: dict[str, Any] = {
+            "partition": self.part.index,
+            "pass": task.pass_index,
+            "input": self.part.input.name,
+            "read": 0,
+            "quarantined": 0,
+            "quarantined_bytes": 0,
+            "stages": {},
+            "files": {"shards": [], "segments": [], "rejected": [], "quarantine": []},
+        }
+        self.maps = [ready(s) for s in task.maps]  # same objects, set up once per worker
+        self.counts = {pos: StageCounts() for pos in task.positions}
+        self.previous = ready(task.previous) if task.previous is not None else None
+        self.prev_counts = StageCounts()
+        self.drops = _drops(task)
+        self.rejected: list[pa.Table] = []
+        self.quarantined: list[QuarantineRecord] = []
+        self.consumed = 0
+        self.flushes = 0
+        self.writer: ShardWriter | None = None
+        self.segments: SegmentWriter | None = None
+        self.packer = task.packing.start(self.part.index) if task.final and task.packing else None
+        self._resume()
+        files = self.record["files"]
+        if task.final:
+            assert task.final_schema is not None
+            shards = task.staging / "out" / "shards"
+            shards.mkdir(parents=True, exist_ok=True)
+            self.writer = ShardWriter(
+                shards, self.part.index, task.final_schema, task.shard_bytes,
+                fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging,
+                first_index=len(files["shards"]),
+            )  # fmt: skip
+        else:
+            self.segments = SegmentWriter(
+                self.out_dir, self.part.index, task.shard_bytes, task.staging, fsync=task.fsync
+            )
+            self.segments.segments = list(files["segments"])
+
+    # -- the pass ---------------------------------------------------------------------
+    def run(self) -> dict[str, Any]:
+        started = time.perf_counter()
+        skip = self.consumed
+        try:
+            for i, (batch, quarantined) in enumerate(_source_chunks(self.task, self.record)):
+                if i < skip:
+                    continue  # done before the interruption; its side outputs are on disk
+                self.quarantined.extend(quarantined)
+                if batch is not None:
+                    self._process(batch)
+                self.consumed = i + 1
+                if self._completed_a_file():
+                    self._checkpoint()
+            self._finish()
+        except OSError as exc:
+            if exc.errno == errno.ENOSPC:
+                raise DiskFull(f"disk full while writing {self.out_dir}") from None
+            raise
+        self.record["seconds"] = round(time.perf_counter() - started, 4)
+        _write_record(record_path(self.task.staging, self.task.pass_index, self.part.index),
+                      self.record, self.task.fsync)  # fmt: skip
+        self._checkpoint_path().unlink(missing_ok=True)
+        return self.record
+
+    def _process(self, batch: pa.RecordBatch) -> None:
+        if self.previous is not None and self.drops is not None:
             t = time.perf_counter()
-            result = previous.apply(batch, drops.ids)
-            prev_counts.docs_in += batch.num_rows
-            prev_counts.docs_out += result.batch.num_rows
+            result = self.previous.apply(batch, self.drops.ids)
+            self.prev_counts.docs_in += batch.num_rows
+            self.prev_counts.docs_out += result.batch.num_rows
             if result.batch.num_rows < batch.num_rows:
-                prev_counts.removed.update(drops.reasons_in(batch, result.batch, part.input.name))
-            prev_counts.seconds += time.perf_counter() - t
+                reasons = self.drops.reasons_in(batch, result.batch, self.part.input.name)
+                self.prev_counts.removed.update(reasons)
+            self.prev_counts.seconds += time.perf_counter() - t
             batch = result.batch
-        for stage, pos in zip(maps, task.positions, strict=True):
+        for stage, pos in zip(self.maps, self.task.positions, strict=True):
             if batch.num_rows == 0:
-                break
+                return
+            mark("map")
             t = time.perf_counter()
             result = stage.process(batch)
-            c = counts[pos]
+            c = self.counts[pos]
             c.docs_in += batch.num_rows
             c.docs_out += result.batch.num_rows
             c.changed += result.changed
-            if result.counters:
-                c.counters.update(result.counters)
             if result.removed is not None and result.removed.num_rows:
                 c.removed.update(Counter(result.removed.column("reason").to_pylist()))
-                rejected.append(result.removed)
+                self.rejected.append(result.removed)
             c.seconds += time.perf_counter() - t
             batch = result.batch
         if batch.num_rows == 0:
-            continue
-        if writer is not None:
-            if packer is None:
-                writer.write(batch.drop_columns([ORDER]))
+            return
+        if self.writer is not None:
+            mark("shard_write")
+            rows = batch.drop_columns([ORDER])
+            if self.packer is None:
+                self.writer.write(rows)
             else:
-                for rows, ended in packer.feed(batch.drop_columns([ORDER])):
-                    writer.write(rows, documents=ended)
-            continue
-        assert task.barrier is not None
-        if data_writer is None:
-            data_writer = pa.ipc.new_stream(
-                str(out_dir / f"data-{part.index:05d}.arrow"), batch.schema
-            )
-        data_writer.write_batch(batch)
-        summary = task.barrier.summarize(batch)
-        if summary_writer is None:
-            summary_writer = pa.ipc.new_file(
-                str(out_dir / f"summary-{part.index:05d}.arrow"), summary.schema
-            )
-        summary_writer.write_batch(summary)
+                for packed, ended in self.packer.feed(rows):
+                    self.writer.write(packed, documents=ended)
+            return
+        assert self.task.barrier is not None and self.segments is not None
+        mark("barrier")
+        self.segments.write(batch, self.task.barrier.summarize(batch))
 
-    if writer is not None:
-        for rows, ended in packer.flush() if packer is not None else ():
-            writer.write(rows, documents=ended)
-        record["files"]["shards"] = [s.to_dict() for s in writer.close()]
-    for w in (data_writer, summary_writer):
-        if w is not None:
-            w.close()
-    if drops is not None and len(drops.ids):
-        rejected.insert(0, drops.rows)
-    if rejected and task.write_rejected:
-        table = pa.concat_tables(rejected).cast(REJECTED_SCHEMA)
-        path = out_dir / f"rejected-{part.index:05d}.arrow"
-        info = write_table(path, table, fsync=task.fsync, relative_to=task.staging)
-        record["files"]["rejected"] = info.to_dict()
-    if previous is not None:
-        record["stages"][str(task.previous_position)] = prev_counts.to_dict()
-    for pos, c in counts.items():
-        record["stages"][str(pos)] = c.to_dict()
-    record["seconds"] = round(time.perf_counter() - started, 4)
-    _write_record(record_path(task.staging, task.pass_index, part.index), record, task.fsync)
-    return record
+    def _finish(self) -> None:
+        files = self.record["files"]
+        if self.writer is not None:
+            for packed, ended in self.packer.flush() if self.packer is not None else ():
+                self.writer.write(packed, documents=ended)
+            files["shards"] += [s.to_dict() for s in self.writer.close()]
+            self.writer.shards = []
+        if self.segments is not None:
+            self.segments.close_segment()
+            files["segments"] = self.segments.segments
+        self._flush_side_outputs()
+        if self.drops is not None and len(self.drops.ids) and self.task.write_rejected:
+            path = self.out_dir / f"rejected-{self.part.index:05d}-barrier.arrow"
+            info = write_table(path, self.drops.rows, fsync=self.task.fsync,
+                               relative_to=self.task.staging)  # fmt: skip
+            files["rejected"].append(info.to_dict())
+        self._store_counts()
+
+    # -- checkpoints ------------------------------------------------------------------
+    def _completed_a_file(self) -> bool:
+        if self.writer is not None:
+            return bool(self.writer.shards)
+        assert self.segments is not None
+        return len(self.segments.segments) > len(self.record["files"]["segments"])
+
+    def _flush_side_outputs(self) -> None:
+        files, task = self.record["files"], self.task
+        n = f"{self.part.index:05d}-{self.flushes:05d}"
+        if self.rejected and task.write_rejected:
+            table = pa.concat_tables(self.rejected).cast(REJECTED_SCHEMA)
+            path = self.out_dir / f"rejected-{n}.arrow"
+            files["rejected"].append(
+                write_table(path, table, fsync=task.fsync, relative_to=task.staging).to_dict()
+            )
+        if self.quarantined:
+            path = self.out_dir / f"quarantine-{n}.arrow"
+            table = quarantine_table(self.quarantined)
+            files["quarantine"].append(
+                write_table(path, table, fsync=task.fsync, relative_to=task.staging).to_dict()
+            )
+            self.record["quarantined"] += len(self.quarantined)
+            self.record["quarantined_bytes"] += sum(q.nbytes for q in self.quarantined)
+        self.rejected, self.quarantined = [], []
+        self.flushes += 1
+
+    def _store_counts(self) -> None:
+        stages = self.record["stages"]
+        if self.previous is not None:
+            stages[str(self.task.previous_position)] = self.prev_counts.to_dict()
+        for pos, c in self.counts.items():
+            stages[str(pos)] = c.to_dict()
+
+    def _checkpoint_path(self) -> Path:
+        return self.out_dir / f"part-{self.part.index:05d}.ckpt.json"
+
+    def _checkpoint(self) -> None:
+        files = self.record["files"]
+        if self.writer is not None:
+            files["shards"] += [s.to_dict() for s in self.writer.shards]
+            self.writer.first_index += len(self.writer.shards)
+            self.writer.shards = []
+        elif self.segments is not None:
+            files["segments"] = list(self.segments.segments)
+        self._flush_side_outputs()
+        self._store_counts()
+        state = {"record": self.record, "consumed": self.consumed, "flushes": self.flushes}
+        if self.packer is not None:
+            packer_path = self.out_dir / f"packer-{self.part.index:05d}.pkl"
+            packer_path.write_bytes(pickle.dumps(self.packer.__dict__))
+            state["packer"] = packer_path.name
+        _write_record(self._checkpoint_path(), state, self.task.fsync)
+
+    def _resume(self) -> None:
+        """Continue from this partition's checkpoint when every file it names is intact."""
+        path = self._checkpoint_path()
+        if not path.exists():
+            return
+        state = json.loads(path.read_text())
+        if not files_intact(self.task.staging, state["record"]["files"]):
+            return
+        if self.packer is not None:
+            self.packer.__dict__.update(pickle.loads((self.out_dir / state["packer"]).read_bytes()))
+        self.record = state["record"]
+        self.record["read"] = 0  # recounted while the done chunks are read past
+        self.consumed, self.flushes = state["consumed"], state["flushes"]
+        for pos, c in self.record["stages"].items():
+            if int(pos) == self.task.previous_position:
+                self.prev_counts = StageCounts.from_dict(c)
+            else:
+                self.counts[int(pos)] = StageCounts.from_dict(c)
+        log.info("partition %d pass %d: resuming after %d chunks", self.part.index,
+                 self.task.pass_index, self.consumed)  # fmt: skip
+
+
+def files_intact(staging: Path, files: dict[str, Any]) -> bool:
+    """Every file a record or checkpoint names exists with the size it had when completed."""
+    listed = [*files["shards"], *files["rejected"], *files["quarantine"]]
+    listed += [part for seg in files["segments"] for part in (seg["data"], seg["summary"])]
+    for info in listed:
+        path = staging / info["path"]
+        if not path.is_file() or path.stat().st_size != info["bytes"]:
+            return False
+    return True
+
+
+class DiskFull(CurateError):
+    """The output disk filled up; the staging folder is kept so the next run resumes."""
 
 
 @dataclass

@@ -87,9 +87,11 @@ class ShardWriter:
         fsync: bool = True,
         file_mode: int = 0o640,
         relative_to: Path | None = None,
+        first_index: int = 0,
     ) -> None:
         self.folder = folder
         self.partition = partition
+        self.first_index = first_index  # a resumed partition continues its shard numbering
         self.schema = schema
         self.target_bytes = target_bytes
         self.prefix = prefix
@@ -107,7 +109,8 @@ class ShardWriter:
         self._packed = False
 
     def _open(self) -> None:
-        name = f"{self.prefix}-{self.partition:05d}-{len(self.shards):05d}.arrow"
+        index = self.first_index + len(self.shards)
+        name = f"{self.prefix}-{self.partition:05d}-{index:05d}.arrow"
         self._path = self.folder / name
         self._file = _HashingFile(self._path, self.file_mode)
         self._writer = pa.ipc.new_stream(self._file, self.schema)
@@ -147,6 +150,11 @@ class ShardWriter:
     def close(self) -> list[ShardInfo]:
         self._close_current()
         return self.shards
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes in the shard being written (0 between shards)."""
+        return self._file.size if self._file is not None else 0
 
     def abort(self) -> None:
         if self._file is not None:
