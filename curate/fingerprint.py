@@ -20,7 +20,7 @@ from curate.recipe import Recipe
 from curate.stages.base import Stage
 from curate.stages.registry import BUILTIN, source_hash
 
-_OUTPUT_HOW = {"root", "fsync", "file_mode", "dir_mode"}
+_OUTPUT_HOW = {"root", "fsync", "file_mode", "dir_mode", "check_space"}
 
 
 def content_recipe(recipe: Recipe) -> dict[str, Any]:

@@ -48,6 +48,7 @@ class OutputSpec(_Strict):
     shard_size: ByteSize = Field(256 * 10**6, description="Target size of each Arrow shard.")
     rejected: bool = Field(True, description="Write rejected/ with each removed document's id.")
     fsync: bool = Field(True, description="fsync shards and manifest before publishing.")
+    check_space: bool = Field(True, description="Refuse to start when the disk looks too small.")
     file_mode: str = Field("0640", pattern=r"^0?[0-7]{3}$", description="Mode of files written.")
     dir_mode: str = Field("0750", pattern=r"^0?[0-7]{3}$", description="Mode of folders written.")
 

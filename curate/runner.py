@@ -7,6 +7,7 @@ inputs and reads one small index file; it imports no stage library and reads no 
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import shutil
@@ -20,6 +21,7 @@ from typing import Any
 import xxhash
 
 from curate.engines.job import Job, ProgressFn, no_progress
+from curate.engines.tasks import DiskFull
 from curate.errors import CurateError
 from curate.fingerprint import fingerprint, stage_software
 from curate.io.batches import FieldSpec
@@ -28,8 +30,10 @@ from curate.io.inputs import InputFile, discover_inputs
 from curate.io.packing import packing_for
 from curate.io.partitions import plan_partitions
 from curate.manifest import Counts, FileRecord, InputRecord, Manifest, StageRecord, reconcile
+from curate.phases import mark
 from curate.plan import check_columns, make_plan
 from curate.recipe import Recipe
+from curate.sizes import format_size
 from curate.software import host, versions
 from curate.stages.base import BarrierStage, Stage, StageContext
 from curate.store import Store, write_atomic
@@ -78,8 +82,17 @@ def run(
         found = store.find(fp)  # another process may have built it while we waited
         if found is not None:
             return Version(found, up_to_date=True).hold()
+        store.clean_stale(fp)
         try:
             return _build(recipe, files, stages, fp, store, progress, workers)
+        except DiskFull as exc:
+            raise DiskFull(f"{exc}; {_space_note(recipe, files, store, fp)}") from None
+        except OSError as exc:
+            if exc.errno != errno.ENOSPC:
+                raise
+            raise DiskFull(
+                f"disk full while writing {store.path}; {_space_note(recipe, files, store, fp)}"
+            ) from None
         except CurateError:
             # A user error (bad record with on_error: fail, a full disk) is fixed by changing
             # inputs or settings, which changes the fingerprint: this staging is of no more use.
@@ -111,6 +124,13 @@ def _build(
 ) -> Version:
     started = datetime.now(UTC)
     t0 = time.perf_counter()
+    if recipe.output.check_space:
+        need, free = space_needed(recipe, files, store, fp), shutil.disk_usage(store.path).free
+        if need > free:
+            raise CurateError(
+                f"not enough space in {store.path}: this run needs about {format_size(need)}, "
+                f"{format_size(free)} is free (set output.check_space: false to try anyway)"
+            )
     engine = _engine(recipe, workers)
     engine.start()  # workers boot while we plan
     hashing = ThreadPoolExecutor(1, thread_name_prefix="curate-hash")
@@ -171,6 +191,7 @@ def _build_with(
     side = _collect_side_outputs(result.records, staging, out, recipe.output.rejected)
     counts = _counts(stages, result.records)
     reconcile(counts)
+    mark("publish")
     with store.publishing() as version:
         manifest = Manifest(
             dataset=recipe.name,
@@ -216,6 +237,34 @@ def _tokens(shards: list[FileRecord]) -> int | None:
     """Total token ids written, when the shards hold tokens."""
     counted = [s.tokens for s in shards if s.tokens is not None]
     return sum(counted) if counted else None
+
+
+# Arrow bytes per input byte, by format: compressed inputs expand when decoded.
+_EXPANSION = {"jsonl.gz": 4.0, "jsonl.zst": 5.0, "parquet": 3.0}
+
+
+def space_needed(recipe: Recipe, files: list[InputFile], store: Store, fp: str) -> int:
+    """Bytes a build may still need: staged data once per barrier plus the version itself.
+
+    An upper estimate (filters only shrink data); what a resumed run already staged counts
+    as done.
+    """
+    decoded = sum(f.size * _EXPANSION.get(f.format, 1.0) for f in files)
+    barriers = sum(1 for s in recipe.stages if hasattr(s.stage_class, "decide"))
+    staging = store.staging(fp)
+    done = (
+        sum(p.stat().st_size for p in staging.rglob("*") if p.is_file()) if staging.exists() else 0
+    )
+    return max(0, int(decoded * (barriers + 1) * 1.1) - done)
+
+
+def _space_note(recipe: Recipe, files: list[InputFile], store: Store, fp: str) -> str:
+    need = format_size(space_needed(recipe, files, store, fp))
+    free = format_size(shutil.disk_usage(store.path).free)
+    return (
+        f"about {need} more is needed, {free} is free; free space (e.g. curate gc "
+        f"{store.root} --keep 1) and run again: completed partitions are kept"
+    )
 
 
 def _strip(path: str, prefix: str) -> str:

@@ -113,7 +113,31 @@ class Store:
     def publishing(self) -> Iterator[str]:
         """Hold the dataset's publish lock and yield the name the next version will get."""
         with self._flock(self.path / ".publish.lock"):
+            self._repair_latest()
             yield self.next_version()
+
+    def _repair_latest(self) -> None:
+        """A crash between a version's rename and LATEST's update left LATEST behind: fix it."""
+        versions = self.versions()
+        if versions and self.latest() != versions[-1]:
+            write_atomic(self.path / "LATEST", versions[-1] + "\n", mode=self.file_mode)
+
+    def clean_stale(self, fingerprint: str) -> list[Path]:
+        """Remove staging folders of other fingerprints whose builder is gone (its lock is free).
+
+        A live run of another recipe holds its lock, so its staging is never touched; ours is
+        kept for resuming.
+        """
+        removed = []
+        for staging in sorted(self.path.glob(".staging-*")):
+            suffix = staging.name.removeprefix(".staging-")
+            if suffix == fingerprint[:20]:
+                continue
+            with self._try_exclusive(self.path / f".lock-{suffix}") as free:
+                if free:
+                    self.discard(staging)
+                    removed.append(staging)
+        return removed
 
     def publish(self, folder: Path, version: str, fingerprint: str, *, fsync: bool = True) -> Path:
         """Make a complete folder visible as `version` (call inside `publishing()`)."""
@@ -122,11 +146,13 @@ class Store:
         _seal(folder, read_only_dir, read_only_file)
         if fsync:
             fsync_dir(folder)
-        os.rename(folder, target)
-        os.chmod(target, read_only_dir)  # after the move: moving a folder needs it writable
         index = self.path / ".index"
         self._mkdir(index)
+        # The index entry first: it means nothing until the folder exists, and once the folder
+        # appears a crash cannot leave it unfindable (LATEST is repaired at the next publish).
         write_atomic(index / fingerprint, version + "\n", mode=self.file_mode, fsync=fsync)
+        os.rename(folder, target)
+        os.chmod(target, read_only_dir)  # after the move: moving a folder needs it writable
         write_atomic(self.path / "LATEST", version + "\n", mode=self.file_mode, fsync=fsync)
         if fsync:
             fsync_dir(self.path)
@@ -171,7 +197,7 @@ class Store:
 
     @contextlib.contextmanager
     def _try_exclusive(self, path: Path) -> Iterator[bool]:
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
         try:
             try:

@@ -32,6 +32,7 @@ from curate.engines.tasks import (
     run_pass_task,
 )
 from curate.io.shards import write_table
+from curate.phases import mark
 from curate.stages.base import ORDER, BarrierStage
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,7 @@ class LocalEngine:
             info: dict[str, Any] = json.loads(marker.read_text())
             return info
         progress(f"{barrier.name}: deciding", 0, 1)
+        mark("barrier")
         started = time.perf_counter()
         from curate.engines.local_collective import LocalSummaries  # polars: only for barriers
 
