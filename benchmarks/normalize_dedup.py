@@ -77,7 +77,7 @@ def run_quiet(
     attempts: list[report.Run] = []
     while len(attempts) < args.attempts:
         wait_for_quiet(MAX_FOREIGN_LOAD, args.patience)
-        attempts.append(run_one(contender, info, work, round_))
+        attempts.append(run_one(contender, info, work, round_, args.nice))
         if attempts[-1].measurement.foreign_load <= MAX_FOREIGN_LOAD:
             break
         print(f"  (busy machine: {describe(attempts[-1])}; again)", flush=True)
@@ -86,14 +86,17 @@ def run_quiet(
     return best
 
 
-def run_one(contender: Contender, info: corpus.CorpusInfo, work: Path, round_: int) -> report.Run:
+def run_one(
+    contender: Contender, info: corpus.CorpusInfo, work: Path, round_: int, nice: int
+) -> report.Run:
     contender.prepare(work)
     os.sync()
     logs = work / "logs"
     logs.mkdir(exist_ok=True)
     slug = contender.folder(work).name
     log = logs / f"{info.size_mb}-{slug}-r{round_}.log"
-    measurement = run_measured(contender.command(info, work), log, env=contender.env(work))
+    command = contender.command(info, work)
+    measurement = run_measured(command, log, env=contender.env(work), nice=nice)
     digest = contender.digest(work)
     run = report.Run(info.size_mb, contender.name, round_, measurement, digest)
     if isinstance(contender, Curate):
@@ -188,8 +191,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--only", action="append", help="run only these contenders")
     parser.add_argument("--curate", default=default_curate_executable(), help="curate CLI")
-    parser.add_argument("--attempts", type=int, default=3, help="runs of one when busy")
-    parser.add_argument("--patience", type=float, default=60, help="seconds to wait for quiet")
+    parser.add_argument("--attempts", type=int, default=2, help="runs of one when busy")
+    parser.add_argument("--patience", type=float, default=20, help="seconds to wait for quiet")
+    parser.add_argument("--nice", type=int, default=-10, help="contenders' nice (root)")
     args = parser.parse_args()
     sizes = sorted(args.size or [100, 400])
     corpora = {size: corpus.build(size) for size in sizes}
