@@ -24,6 +24,7 @@ from 128 values misses about half of the pairs that sit right at the threshold.
 
 from __future__ import annotations
 
+import time
 import unicodedata
 from functools import lru_cache
 from importlib.metadata import version
@@ -210,9 +211,19 @@ class MinHashDedup(BarrierStage):
         p = self.p
         bands, _ = self.band_shape()
         stats: dict[str, Any] = {"documents_summarized": summaries.count()}
+        seconds: dict[str, float] = {}
         self._stats = stats
+        clock = time.perf_counter()
+
+        def lap(step: str) -> None:
+            nonlocal clock
+            now = time.perf_counter()
+            seconds[step] = round(now - clock, 3)
+            clock = now
+
         edges = summaries.star_edges([band_column(i) for i in range(bands)])
         stats["candidate_pairs"] = edges.num_rows
+        lap("candidates")
         if edges.num_rows:
             if p.verify == "exact":
                 scores = summaries.score_pairs(edges, SHINGLES, exact_scores)
@@ -220,6 +231,7 @@ class MinHashDedup(BarrierStage):
                 scores = summaries.score_pairs(edges, SIGNATURE, estimate_scores)
             edges = edges.filter(pa.array(scores >= p.threshold))
         stats["verified_pairs"] = edges.num_rows
+        lap("verify")
         clusters = summaries.connected_components(edges)
         node = clusters.column("node").to_numpy()
         root = clusters.column("root").to_numpy()
@@ -227,6 +239,8 @@ class MinHashDedup(BarrierStage):
         later = node != root
         removed, kept = node[later], root[later]
         stats["removed"] = len(removed)
+        lap("components")
+        stats["decide_seconds"] = seconds
         if not len(removed):
             return _with_order(REJECTED_SCHEMA.empty_table(), np.zeros(0, np.uint64))
         pairs = pa.table({"a": pa.array(kept, pa.uint64()), "b": pa.array(removed, pa.uint64())})
@@ -241,6 +255,7 @@ class MinHashDedup(BarrierStage):
             duplicate_of=pc.take(id_values, pa.array(np.searchsorted(have, kept))),
             similarity=pa.array(similarity.astype(np.float32)),
         )
+        lap("similarity_and_ids")
         return _with_order(table, removed)
 
 
