@@ -1,0 +1,78 @@
+"""The thin adapter between Ray Data and curate's work: one partition through one pass.
+
+Ray Data's `map_batches` hands the adapter rows that each carry a `PassTask`; the adapter
+runs it with `run_pass_task`, the same function the local engine calls, so the stage
+objects, the shard writer and the completion record are exactly the local engine's. It
+knows nothing of any stage.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from curate.engines.tasks import PassTask, pass_dir, run_pass_task
+from curate.errors import CurateError
+
+ATTEMPTS = 4
+"""Runs of one partition in one pass before the run fails. Ray Data retries a task whose
+worker died (killed, lost with its node) without limit; a partition that kills its worker
+every time (out of memory, a crash in a stage's library) must stop the run instead."""
+
+
+def items(tasks: list[PassTask]) -> list[dict[str, object]]:
+    """The rows of the Ray dataset of a pass: each task pickled (stage objects stay small)."""
+    return [{"partition": t.partition.index, "task": pickle.dumps(t)} for t in tasks]
+
+
+def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Ray Data UDF: run each row's task; return its partition index and record (JSON)."""
+    # One task per CPU already: keep Arrow's own pools from oversubscribing (as local does).
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    records = []
+    for blob in batch["task"]:
+        task: PassTask = pickle.loads(blob)
+        _count_attempt(task)
+        records.append(run_pass_task(task))
+    return {
+        "partition": np.array([r["partition"] for r in records], np.int64),
+        "record": np.array([json.dumps(r) for r in records], dtype=object),
+    }
+
+
+def attempts_path(task: PassTask) -> Path:
+    return pass_dir(task.staging, task.pass_index) / f"part-{task.partition.index:05d}.attempts"
+
+
+def _count_attempt(task: PassTask) -> None:
+    path = attempts_path(task)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = int(path.read_text() or 0) + 1 if path.exists() else 1
+    if n > ATTEMPTS:
+        raise CurateError(
+            f"partition {task.partition.index} of {task.partition.input.name} (pass "
+            f"{task.pass_index + 1}) lost its worker {ATTEMPTS} times; out of memory? "
+            "Lower partition_size, or give workers more memory"
+        )
+    path.write_text(str(n))
+
+
+def user_error(exc: BaseException) -> CurateError | None:
+    """The CurateError inside a Ray error, as a plain one (one line for the user), if any."""
+    seen: set[int] = set()
+    stack: list[BaseException] = [exc]
+    while stack:
+        e = stack.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        cause = getattr(e, "cause", None)
+        if isinstance(e, CurateError) and not isinstance(cause, BaseException):
+            return CurateError(*e.args)
+        stack += [c for c in (cause, e.__cause__, e.__context__) if isinstance(c, BaseException)]
+    return None

@@ -1,0 +1,187 @@
+"""The Ray engine: the local engine's partitions and passes, scheduled on a Ray cluster.
+
+Each pass is a Ray Data `map_batches` over the partitions that have no completion record
+yet; a worker runs a partition with `run_pass_task` and writes its shards, staged data,
+summaries and record to the staging folder, which must be on a filesystem every node
+mounts. A barrier decides on the driver against `RaySummaries`, whose operations run as
+Ray tasks over the spilled summaries. The decision is written to the staging folder one
+file per partition, as the local engine writes it, so the next pass (and a resumed run)
+reads it the same way. Publishing stays with the runner, as for every engine.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import ray
+
+from curate.engines.job import Job, JobResult, ProgressFn, no_progress
+from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
+from curate.engines.ray.collective import RaySummaries
+from curate.engines.tasks import (
+    ORDER_SHIFT,
+    PassTask,
+    decision_path,
+    files_intact,
+    pass_dir,
+    record_path,
+)
+from curate.io.shards import write_table
+from curate.phases import mark
+from curate.stages.base import ORDER, BarrierStage
+
+log = logging.getLogger(__name__)
+
+
+class RayEngine:
+    kind = "ray"
+
+    def __init__(self, address: str | None = None, workers: int | None = None) -> None:
+        self.address = address
+        self.workers = workers  # tasks at once; default: every CPU of the cluster
+        self._owns_ray = False
+
+    def start(self) -> None:
+        """Connect to the cluster at `address` (or "auto"), or start one on this machine.
+
+        A Ray session the caller already started (`ray.init` in a notebook or a test) is
+        used as it is and left running.
+        """
+        if ray.is_initialized():
+            return
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
+        if self.address is None:
+            options["num_cpus"] = self.workers
+        ray.init(address=self.address, logging_level=logging.WARNING, **options)
+        self._owns_ray = True
+
+    def close(self) -> None:
+        if self._owns_ray and ray.is_initialized():
+            ray.shutdown()
+        self._owns_ray = False
+
+    def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
+        self.start()
+        import ray.data
+
+        context = ray.data.DataContext.get_current()
+        context.enable_progress_bars = False  # the CLI owns progress,
+        logging.getLogger("ray.data").setLevel(logging.ERROR)  # and library code never prints
+        result = JobResult(records=[])
+        try:
+            for k, segment in enumerate(job.segments):
+                t = time.perf_counter()
+                result.records.append(self._run_pass(job, k, progress))
+                result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
+                if segment.barrier is not None:
+                    info = self._decide(job, k, segment.barrier, result.records[k], progress)
+                    result.decisions[job.barrier_positions[k]] = info
+        except Exception as exc:
+            problem = user_error(exc)
+            if problem is not None:
+                raise problem from None
+            raise
+        return result
+
+    def _run_pass(self, job: Job, k: int, progress: ProgressFn) -> list[dict[str, Any]]:
+        import ray.data
+
+        phase = f"pass {k + 1}"
+        tasks = [job.task(k, part) for part in job.partitions]
+        records: dict[int, dict[str, Any]] = {}
+        todo = []
+        for task in tasks:
+            done = completed(task)
+            if done is not None:
+                records[task.partition.index] = done
+            else:
+                todo.append(task)
+        if records:
+            log.info("%s: reusing %d completed partitions", phase, len(records))
+        progress(phase, len(records), len(tasks))
+        if todo:
+            for task in todo:
+                attempts_path(task).unlink(missing_ok=True)
+            rows = ray.data.from_items(items(todo), override_num_blocks=len(todo))
+            ran = rows.map_batches(
+                run_partitions,
+                batch_size=1,
+                compute=ray.data.TaskPoolStrategy(size=self.workers),
+                num_cpus=1,
+            )
+            for row in ran.iter_rows():
+                records[int(row["partition"])] = json.loads(row["record"])
+                progress(phase, len(records), len(tasks))
+        missing = [t.partition.index for t in tasks if t.partition.index not in records]
+        if missing:
+            raise RuntimeError(f"{phase}: no record for partitions {missing[:5]}")
+        return [records[t.partition.index] for t in tasks]
+
+    def _decide(
+        self,
+        job: Job,
+        k: int,
+        barrier: BarrierStage,
+        records: list[dict[str, Any]],
+        progress: ProgressFn,
+    ) -> dict[str, Any]:
+        folder = pass_dir(job.staging, k)
+        marker = folder / "decision.json"
+        if marker.exists():
+            info: dict[str, Any] = json.loads(marker.read_text())
+            return info
+        progress(f"{barrier.name}: deciding", 0, 1)
+        mark("barrier")
+        started = time.perf_counter()
+        summaries = RaySummaries(summary_files(job.staging, records))
+        decision = barrier.decide(summaries)
+        for stale in folder.glob("decision-*.arrow"):
+            stale.unlink()
+        write_decision(decision, job.staging, k, job.fsync)
+        info = {
+            "summary_rows": summaries.count(),
+            "dropped": decision.num_rows,
+            "seconds": round(time.perf_counter() - started, 4),
+        }
+        marker.write_text(json.dumps(info))
+        progress(f"{barrier.name}: deciding", 1, 1)
+        return info
+
+
+def completed(task: PassTask) -> dict[str, Any] | None:
+    """The partition's record when a previous run finished it and its files are intact (the
+    local engine's test, so a run interrupted on one engine resumes on either)."""
+    path = record_path(task.staging, task.pass_index, task.partition.index)
+    if not path.exists():
+        return None
+    record: dict[str, Any] = json.loads(path.read_text())
+    return record if files_intact(task.staging, record["files"]) else None
+
+
+def summary_files(staging: Path, records: list[dict[str, Any]]) -> list[tuple[Path, int]]:
+    """The summary files the pass's records name, with their partition: exactly the
+    completed ones, whatever else a killed attempt left in the folder."""
+    return [
+        (staging / seg["summary"]["path"], int(r["partition"]))
+        for r in records
+        for seg in r["files"].get("segments", [])
+    ]
+
+
+def write_decision(decision: pa.Table, staging: Path, k: int, fsync: bool) -> None:
+    """One decision file per partition, so each worker reads only the drops that concern it."""
+    if decision.num_rows == 0:
+        return
+    decision = decision.sort_by(ORDER)
+    parts = decision.column(ORDER).to_numpy() >> np.uint64(ORDER_SHIFT)
+    starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
+    ends = np.concatenate([starts[1:], [len(parts)]])
+    for start, end in zip(starts, ends, strict=True):
+        piece = decision.slice(int(start), int(end - start))
+        write_table(decision_path(staging, k, int(parts[start])), piece, fsync=fsync)
