@@ -1,10 +1,10 @@
 """minhash_dedup at scale: 1 M to 10 M synthetic documents, time and peak memory.
 
 The synthetic set: documents of 30-80 words drawn from a 50,000-word vocabulary (about
-390 bytes each); 20% are near-duplicates of an earlier document of their file (one word
-replaced: Jaccard 0.7-0.95 over word 5-grams); the first file also holds one cluster of
-100,000 variants of a single document. Files are Parquet, 500,000 documents each, in row
-groups of 100,000.
+390 bytes each); 20% are near-duplicates of an earlier original of their file (same
+length, one word replaced: Jaccard 0.7-0.95 over word 5-grams); the first file also
+holds one cluster of 100,000 variants of a single document. Files are Parquet, 500,000
+documents each, in row groups of 100,000.
 
 Each size runs `curate run` on a recipe whose only stage is `minhash_dedup` at its
 defaults (exact verification), 2 workers, under `benchmarks.measure` (wall, CPU of the
@@ -47,30 +47,40 @@ def synthetic_file(
     rng: np.random.Generator, vocab: pa.Array, first: int, n: int, cluster: int
 ) -> pa.Table:
     lengths = rng.integers(30, 81, n)
-    offsets = np.concatenate([[0], np.cumsum(lengths)])
-    ids = rng.integers(0, len(vocab), int(offsets[-1])).astype(np.int32)
-    # the big cluster: documents 1..cluster copy document 0 (80 words), one word changed each
+    # 20% near-duplicates of an earlier original (not itself a copy) of this file, placed
+    # after the cluster; the cluster: documents 1..cluster copy document 0, 80 words
+    copies = np.flatnonzero(rng.random(n) < 0.2)
+    copies = copies[copies > cluster + 1]
+    source = np.zeros(n, np.int64) - 1
     if cluster:
         lengths[: cluster + 1] = 80
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        ids = rng.integers(0, len(vocab), int(offsets[-1])).astype(np.int32)
-        base = ids[:80].copy()
-        ids[80 : 80 * (cluster + 1)] = np.tile(base, cluster)
-        hit = 80 * np.arange(1, cluster + 1) + rng.integers(0, 80, cluster)
-        ids[hit] = rng.integers(0, len(vocab), cluster)
-    # 20% near-duplicates of an earlier document of this file (after the cluster)
-    dups = np.flatnonzero(rng.random(n) < 0.2)
-    dups = dups[dups > cluster + 1]
-    for i in dups.tolist():
-        src = int(rng.integers(cluster + 1, i))
-        lo, hi = offsets[i], offsets[i + 1]
-        take = min(hi - lo, offsets[src + 1] - offsets[src])
-        ids[lo : lo + take] = ids[offsets[src] : offsets[src] + take]
-        ids[lo + int(rng.integers(0, take))] = rng.integers(0, len(vocab))
+        source[1 : cluster + 1] = 0
+    is_original = np.ones(n, bool)
+    is_original[: cluster + 1] = False
+    is_original[copies] = False
+    originals = np.flatnonzero(is_original)  # (np.setdiff1d: slow np.unique in numpy 2.4)
+    pick = rng.random(len(copies))
+    # an original before the copy: uniform over the originals that precede it
+    before = np.searchsorted(originals, copies)
+    source[copies] = originals[(pick * before).astype(np.int64)]
+    copied = source >= 0
+    lengths[copied] = lengths[source[copied]]
+    offsets = np.concatenate([[0], np.cumsum(lengths)])
+    ids = rng.integers(0, len(vocab), int(offsets[-1])).astype(np.int32)
+    # copy word by word (vectorised), then change one word of every copy
+    docs = np.flatnonzero(copied)
+    counts = lengths[docs]
+    within = np.arange(int(counts.sum())) - np.repeat(np.cumsum(counts) - counts, counts)
+    target = np.repeat(offsets[docs], counts) + within
+    ids[target] = ids[np.repeat(offsets[source[docs]], counts) + within]
+    hit = offsets[docs] + (rng.random(len(docs)) * counts).astype(np.int64)
+    ids[hit] = rng.integers(0, len(vocab), len(docs))
     words = pc.take(vocab, pa.array(ids))
     lists = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), words)
     text = pc.binary_join(lists, " ")
-    doc_ids = pa.array([f"s{first + k}" for k in range(n)], pa.string())
+    doc_ids = pc.binary_join_element_wise(
+        "s", pa.array(np.arange(first, first + n).astype(str)), ""
+    )
     return pa.table({"id": doc_ids, "text": text})
 
 
