@@ -165,6 +165,9 @@ class Recipe(_Strict):
         "quarantine", description="Bad records: set aside in quarantine/, or stop the run."
     )
     partition_size: ByteSize = Field(128 * 10**6, description="Target input bytes per partition.")
+    batch_size: ByteSize = Field(
+        8 * 2**20, description="Text bytes per record batch: memory per worker vs overhead."
+    )
     stages: list[StageSpec] = Field(default_factory=list, description="Stages, in order.")
     output: OutputSpec = Field(default_factory=OutputSpec)
     engine: EngineSpec = Field(default_factory=EngineSpec)

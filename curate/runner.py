@@ -76,6 +76,8 @@ def run(
     )
     found = store.find(fp)
     if found is not None:
+        store.repair_latest()
+        store.drop_leftover_staging(fp)
         return Version(found, up_to_date=True).hold()
     store.ensure()
     with store.lock(fp):
@@ -107,7 +109,13 @@ prepare = run
 def _engine(recipe: Recipe, workers: int | None) -> Any:
     spec = recipe.engine
     if spec.kind == "ray":
-        raise CurateError("engine 'ray' is not available in this version of curate yet")
+        try:
+            import ray  # noqa: F401  (only here: importing curate never imports Ray)
+        except ImportError:
+            raise CurateError("engine 'ray' needs Ray: pip install 'curate[ray]'") from None
+        from curate.engines.ray import RayEngine
+
+        return RayEngine(address=spec.address, workers=workers or spec.workers)
     from curate.engines.local import LocalEngine
 
     return LocalEngine(workers or spec.workers or os.cpu_count() or 1)
@@ -174,6 +182,7 @@ def _build_with(
         fsync=recipe.output.fsync,
         file_mode=int(recipe.output.file_mode, 8),
         write_rejected=recipe.output.rejected,
+        batch_bytes=recipe.batch_size,
         packing=packing_for(stages),
     )
     log.info("building %s (%d partitions, fingerprint %s)", recipe.name, len(partitions), fp[:12])

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from curate.errors import CurateError
 from curate.io.shards import fsync_dir
+from curate.phases import mark
 
 _VERSION = re.compile(r"^v(\d+)$")
 
@@ -116,11 +117,26 @@ class Store:
             self._repair_latest()
             yield self.next_version()
 
+    def repair_latest(self) -> None:
+        """Cheap check (one folder listing) and, only if LATEST lags, a fix under the lock."""
+        versions = self.versions()
+        if versions and self.latest() != versions[-1]:
+            with self._flock(self.path / ".publish.lock"):
+                self._repair_latest()
+
     def _repair_latest(self) -> None:
         """A crash between a version's rename and LATEST's update left LATEST behind: fix it."""
         versions = self.versions()
         if versions and self.latest() != versions[-1]:
             write_atomic(self.path / "LATEST", versions[-1] + "\n", mode=self.file_mode)
+
+    def drop_leftover_staging(self, fingerprint: str) -> None:
+        """A published fingerprint needs no staging: one left by a crash after the rename goes."""
+        staging = self.staging(fingerprint)
+        if staging.exists():
+            with self._try_exclusive(self.path / f".lock-{fingerprint[:20]}") as free:
+                if free:
+                    self.discard(staging)
 
     def clean_stale(self, fingerprint: str) -> list[Path]:
         """Remove staging folders of other fingerprints whose builder is gone (its lock is free).
@@ -152,6 +168,7 @@ class Store:
         # appears a crash cannot leave it unfindable (LATEST is repaired at the next publish).
         write_atomic(index / fingerprint, version + "\n", mode=self.file_mode, fsync=fsync)
         os.rename(folder, target)
+        mark("publish")  # a crash test may cut the power here: visible, but LATEST not yet moved
         os.chmod(target, read_only_dir)  # after the move: moving a folder needs it writable
         write_atomic(self.path / "LATEST", version + "\n", mode=self.file_mode, fsync=fsync)
         if fsync:

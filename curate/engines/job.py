@@ -37,6 +37,7 @@ class Job:
     fsync: bool = True
     file_mode: int = 0o640
     write_rejected: bool = True
+    batch_bytes: int = 8 << 20
     packing: PackSpec | None = None  # rows packed per partition by the shard writer
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
@@ -58,6 +59,7 @@ class Job:
             fsync=self.fsync,
             file_mode=self.file_mode,
             write_rejected=self.write_rejected,
+            batch_bytes=self.batch_bytes,
             packing=self.packing,
         )
 
