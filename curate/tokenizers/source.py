@@ -92,7 +92,7 @@ def _file_kind(path: Path) -> Kind:
     return kind
 
 
-def _in_folder(folder: Path, origin: str) -> TokenizerSource:
+def _in_folder(folder: Path, origin: str, kind: str = "auto") -> TokenizerSource:
     config = folder / "tokenizer_config.json"
     cfg = config if config.is_file() else None
     extra = tuple(p for p in (folder / "special_tokens_map.json",) if p.is_file())
@@ -101,22 +101,24 @@ def _in_folder(folder: Path, origin: str) -> TokenizerSource:
     candidates += [("tekken", p) for p in sorted(folder.glob("tekken*.json"))]
     candidates += [("sentencepiece", p) for p in sorted(folder.glob("*.model*"))]
     candidates += [("tiktoken", p) for p in sorted(folder.glob("*.tiktoken"))]
-    for kind, path in candidates:
-        if path.is_file():
-            return TokenizerSource(origin, kind, path, cfg, extra)
+    for found, path in candidates:
+        if path.is_file() and kind in ("auto", found):
+            return TokenizerSource(origin, found, path, cfg, extra)
+    wanted = "tokenizer.json, SentencePiece .model, tekken .json or .tiktoken file"
     raise CurateError(
-        f"tokenizer folder {folder} holds no tokenizer.json, SentencePiece .model, "
-        "tekken .json or .tiktoken file"
+        f"tokenizer folder {folder} holds no {wanted if kind == 'auto' else kind + ' file'}"
     )
 
 
 def resolve_source(source: str, base_dir: str | Path = ".", kind: str = "auto") -> TokenizerSource:
     """The tokenizer files a recipe's `source` names; paths are relative to `base_dir`."""
+    if kind != "auto" and kind not in KINDS:
+        raise CurateError(f"tokenizer kind '{kind}' is not one of {', '.join(KINDS)}")
     path = Path(source).expanduser()
     if not path.is_absolute():
         path = Path(base_dir) / path
     if path.is_dir():
-        found = _in_folder(path.resolve(), source)
+        found = _in_folder(path.resolve(), source, kind)
     elif path.is_file():
         path = path.resolve()
         config = path.parent / "tokenizer_config.json"
@@ -126,16 +128,14 @@ def resolve_source(source: str, base_dir: str | Path = ".", kind: str = "auto") 
     elif _looks_like_hub_id(source):
         from curate.tokenizers.hub import cached_snapshot
 
-        found = _in_folder(cached_snapshot(source), source)
+        found = _in_folder(cached_snapshot(source), source, kind)
     else:
         raise CurateError(
             f"tokenizer '{source}' not found: no such file or folder (relative to {base_dir}), "
             "and not a model id in the local Hugging Face cache"
         )
-    if kind != "auto" and kind != found.kind:
-        if kind not in KINDS:
-            raise CurateError(f"tokenizer kind '{kind}' is not one of {', '.join(KINDS)}")
-        return TokenizerSource(found.origin, kind, found.main, found.config, found.extra)
+    if kind != "auto" and kind != found.kind:  # a file whose name or content misled detection
+        return TokenizerSource(found.origin, kind, found.main, found.config, found.extra)  # type: ignore[arg-type]
     return found
 
 

@@ -131,3 +131,17 @@ def test_fingerprint_follows_content_not_path(tmp_path: Path) -> None:
     data["added_tokens"][0]["content"] = "<|eot|>"
     (copy / "tokenizer.json").write_text(json.dumps(data))
     assert tokenizer_fingerprint(copy) != tokenizer_fingerprint(SAMPLE)
+
+
+def test_folder_prefers_tokenizer_json_unless_kind_says(tmp_path: Path) -> None:
+    mc = pytest.importorskip("mistral_common")
+    folder = tmp_path / "llama-style"
+    shutil.copytree(SAMPLE, folder)
+    shutil.copy(
+        Path(mc.__file__).parent / "data" / "tokenizer.model.v1", folder / "tokenizer.model"
+    )
+    assert resolve_source(str(folder)).kind == "tokenizer.json"
+    spm = resolve_source(str(folder), kind="sentencepiece")
+    assert spm.kind == "sentencepiece" and spm.main.name == "tokenizer.model"
+    with pytest.raises(CurateError, match="holds no tekken file"):
+        resolve_source(str(folder), kind="tekken")
