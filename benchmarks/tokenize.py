@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -82,6 +83,7 @@ class Result:
     bytes: int
     digest: str
     tokens: int
+    load: float = 0.0  # the machine's 1-minute load average when the run ended (2 cores)
 
     @property
     def mb_s(self) -> float:
@@ -230,6 +232,7 @@ def one_round(
             size_b,
             digest,
             n,
+            os.getloadavg()[0],
         )
         save(r)
         print(
@@ -321,7 +324,7 @@ def report(results: list[Result], command: str) -> str:
     ).stdout
     lines.append(
         f"curate commit {commit}{' (curate/ had uncommitted changes)' if dirty.strip() else ''}; "
-        f"{platform.node()}, {__import__('os').cpu_count()} cores; "
+        f"{platform.node()}, {os.cpu_count()} cores; "
         + ", ".join(f"{k} {v}" for k, v in versions().items())
     )
     lines.append("")
@@ -340,17 +343,20 @@ def report(results: list[Result], command: str) -> str:
             f"## {TOKENIZERS[tok]['label']}, {size} MB of JSONL",
             "",
             "| contender | MB/s per round | MB/s (median) | curate is | MB per CPU-s | "
-            "peak memory, tree (MiB) | ids |",
-            "|---|---|---|---|---|---|---|",
+            "curate is (CPU) | peak memory, tree (MiB) | load avg | ids |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
+        cpu_med = {n: statistics.median(r.mb_cpu_s for r in rs) for n, rs in by_name.items()}
         for name, rs in by_name.items():
             ratio = f"{cur / med[name]:.2f}x" if cur and name != "curate" else "-"
             per = ", ".join(f"{r.mb_s:.2f}" for r in rs)
             ids = "same" if len(digests) == 1 else rs[0].digest[:12]
-            cpu = statistics.median(r.mb_cpu_s for r in rs)
+            cpu = cpu_med[name]
+            cpu_ratio = f"{cpu_med['curate'] / cpu:.2f}x" if cur and name != "curate" else "-"
+            load = statistics.median(r.load for r in rs)
             lines.append(
-                f"| {name} | {per} | {med[name]:.2f} | {ratio} | {cpu:.2f} "
-                f"| {mem[name]:.0f} | {ids} |"
+                f"| {name} | {per} | {med[name]:.2f} | {ratio} | {cpu:.2f} | {cpu_ratio} "
+                f"| {mem[name]:.0f} | {load:.1f} | {ids} |"
             )
         lines.append("")
         if len(digests) != 1:
