@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+from pathlib import Path
 from typing import Any
+
+import xxhash
 
 from curate import __version__
 from curate.io.inputs import InputFile
@@ -31,10 +35,54 @@ def content_recipe(recipe: Recipe) -> dict[str, Any]:
     return data
 
 
-def input_identity(files: list[InputFile]) -> list[dict[str, Any]]:
+def input_identity(files: list[InputFile], hashes: list[str] | None = None) -> list[dict[str, Any]]:
+    """Path, size and mtime by default; with content hashes, names and hashes only (so moving
+    or touching unchanged data does not make a new version)."""
+    if hashes is not None:
+        return [
+            {"name": f.name, "format": f.format, "hash": h}
+            for f, h in zip(files, hashes, strict=True)
+        ]
     return [
         {"path": f.path, "format": f.format, "size": f.size, "mtime_ns": f.mtime_ns} for f in files
     ]
+
+
+def content_hash(path: Path) -> str:
+    """xxh3_128 of a file's bytes; of a folder, over its files' relative names and bytes."""
+    h = xxhash.xxh3_128()
+    members = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    for member in members:
+        if path.is_dir():
+            h.update(member.relative_to(path).as_posix().encode() + b"\0")
+        with open(member, "rb") as f:
+            while chunk := f.read(8 << 20):
+                h.update(chunk)
+    return "xxh3_128:" + h.hexdigest()
+
+
+def cached_content_hashes(cache: Path, files: list[InputFile]) -> list[str]:
+    """Content hashes, computed only for files whose path, size or mtime changed since cached."""
+    try:
+        known: dict[str, Any] = json.loads(cache.read_text())
+    except (FileNotFoundError, ValueError):
+        known = {}
+    out, changed = [], False
+    for f in files:
+        entry = known.get(f.path)
+        if entry and entry["size"] == f.size and entry["mtime_ns"] == f.mtime_ns:
+            out.append(entry["hash"])
+            continue
+        digest = content_hash(Path(f.path))
+        known[f.path] = {"size": f.size, "mtime_ns": f.mtime_ns, "hash": digest}
+        out.append(digest)
+        changed = True
+    if changed:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
+        os.replace(tmp, cache)
+    return out
 
 
 def stage_software(stages: list[Stage]) -> list[dict[str, str]]:
@@ -47,11 +95,13 @@ def stage_software(stages: list[Stage]) -> list[dict[str, str]]:
     return out
 
 
-def fingerprint(recipe: Recipe, files: list[InputFile], stages: list[Stage]) -> str:
+def fingerprint(
+    recipe: Recipe, files: list[InputFile], stages: list[Stage], hashes: list[str] | None = None
+) -> str:
     payload = {
         "curate": __version__,
         "recipe": content_recipe(recipe),
-        "inputs": input_identity(files),
+        "inputs": input_identity(files, hashes),
         "stages": stage_software(stages),
     }
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)

@@ -161,6 +161,11 @@ class Recipe(_Strict):
     fields: dict[str, Literal[tuple(FIELD_TYPES)]] = Field(  # type: ignore[valid-type]
         default_factory=dict, description="Metadata fields to keep, with their types."
     )
+    input_identity: Literal["stat", "content"] = Field(
+        "stat",
+        description="Inputs count as unchanged by path, size and mtime (nothing read), or by "
+        "content hash (read once, cached by path, size and mtime).",
+    )
     on_error: Literal["quarantine", "fail"] = Field(
         "quarantine", description="Bad records: set aside in quarantine/, or stop the run."
     )

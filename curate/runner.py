@@ -18,12 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import xxhash
-
 from curate.engines.job import Job, ProgressFn, no_progress
 from curate.engines.tasks import DiskFull
 from curate.errors import CurateError
-from curate.fingerprint import fingerprint, stage_software
+from curate.fingerprint import cached_content_hashes, content_hash, fingerprint, stage_software
 from curate.io.batches import FieldSpec
 from curate.io.hf_layout import write_hf_files
 from curate.io.inputs import InputFile, discover_inputs
@@ -65,20 +63,26 @@ def run(
 ) -> Version:
     """The version for this recipe and these inputs: found if published, else built now."""
     recipe = _load(recipe)
-    files = discover_inputs(recipe.inputs, recipe.base_dir)
+    files = discover_inputs(recipe.inputs, recipe.base_dir, check=False)
     stages = build_stages(recipe)
-    fp = fingerprint(recipe, files, stages)
     store = Store(
         recipe.output_root(),
         recipe.name,
         dir_mode=int(recipe.output.dir_mode, 8),
         file_mode=int(recipe.output.file_mode, 8),
     )
+    hashes = None
+    if recipe.input_identity == "content":
+        hashes = cached_content_hashes(store.path / ".cache" / "input-hashes.json", files)
+    fp = fingerprint(recipe, files, stages, hashes)
     found = store.find(fp)
     if found is not None:
         store.repair_latest()
         store.drop_leftover_staging(fp)
         return Version(found, up_to_date=True).hold()
+    # Building: check every input's contents before anything is written.
+    files = discover_inputs(recipe.inputs, recipe.base_dir)
+    fp = fingerprint(recipe, files, stages, hashes)
     store.ensure()
     with store.lock(fp):
         found = store.find(fp)  # another process may have built it while we waited
@@ -86,7 +90,7 @@ def run(
             return Version(found, up_to_date=True).hold()
         store.clean_stale(fp)
         try:
-            return _build(recipe, files, stages, fp, store, progress, workers)
+            return _build(recipe, files, stages, fp, store, progress, workers, hashes)
         except DiskFull as exc:
             raise DiskFull(f"{exc}; {_space_note(recipe, files, store, fp)}") from None
         except OSError as exc:
@@ -129,6 +133,7 @@ def _build(
     store: Store,
     progress: ProgressFn,
     workers: int | None,
+    known_hashes: list[str] | None = None,
 ) -> Version:
     started = datetime.now(UTC)
     t0 = time.perf_counter()
@@ -142,7 +147,7 @@ def _build(
     engine = _engine(recipe, workers)
     engine.start()  # workers boot while we plan
     hashing = ThreadPoolExecutor(1, thread_name_prefix="curate-hash")
-    hashes = hashing.submit(lambda: [content_hash(Path(f.path)) for f in files])
+    hashes = hashing.submit(lambda: known_hashes or [content_hash(Path(f.path)) for f in files])
     try:
         return _build_with(recipe, files, stages, fp, store, progress, engine, hashes, started, t0)
     finally:
@@ -399,19 +404,6 @@ def _input_records(
         )
         for f, digest in zip(files, hashes, strict=True)
     ]
-
-
-def content_hash(path: Path) -> str:
-    """xxh3_128 of a file's bytes; of a folder, over its files' relative names and bytes."""
-    h = xxhash.xxh3_128()
-    members = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
-    for member in members:
-        if path.is_dir():
-            h.update(member.relative_to(path).as_posix().encode() + b"\0")
-        with open(member, "rb") as f:
-            while chunk := f.read(8 << 20):
-                h.update(chunk)
-    return "xxh3_128:" + h.hexdigest()
 
 
 def _parents(files: list[InputFile]) -> list[str]:

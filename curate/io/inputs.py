@@ -60,8 +60,12 @@ class InputFile:
     mtime_ns: int  # (folder: max over member files)
 
 
-def discover_inputs(patterns: list[str], base_dir: Path) -> list[InputFile]:
-    """The inputs in recipe order (each glob's matches sorted by path), each file once."""
+def discover_inputs(patterns: list[str], base_dir: Path, *, check: bool = True) -> list[InputFile]:
+    """The inputs in recipe order (each glob's matches sorted by path), each file once.
+
+    `check=False` only stats (no file is opened): enough to fingerprint, which is all an
+    up-to-date `prepare()` needs; a build checks contents before anything is written.
+    """
     if not patterns:
         raise CurateError("the recipe names no inputs")
     base = os.path.abspath(base_dir)
@@ -73,7 +77,7 @@ def discover_inputs(patterns: list[str], base_dir: Path) -> list[InputFile]:
             if key in seen:
                 continue
             seen.add(key)
-            found.append(_describe(path, pattern, base))
+            found.append(_describe(path, pattern, base, check))
     return found
 
 
@@ -116,7 +120,7 @@ def _expand(pattern: str, base: str) -> list[str]:
     return [full]
 
 
-def _describe(path: str, pattern: str, base: str) -> InputFile:
+def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFile:
     name = _name(path, base)
     label = f"input {name!r}" if name == pattern else f"input {name!r} (from {pattern!r})"
     try:
@@ -126,21 +130,22 @@ def _describe(path: str, pattern: str, base: str) -> InputFile:
     except OSError as exc:
         raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        return _describe_folder(path, name, label)
+        return _describe_folder(path, name, label, check)
     if not stat.S_ISREG(st.st_mode):
         raise CurateError(f"{label} is neither a regular file nor a folder")
     fmt = format_of(path)
     if fmt is None:
         raise CurateError(f"{label} has an unsupported extension; supported: {SUPPORTED}")
-    _check_content(path, fmt, st.st_size, label)
+    if check:
+        _check_content(path, fmt, st.st_size, label)
     return InputFile(path, name, fmt, st.st_size, st.st_mtime_ns)
 
 
-def _describe_folder(path: str, name: str, label: str) -> InputFile:
+def _describe_folder(path: str, name: str, label: str, check: bool = True) -> InputFile:
     if os.path.exists(os.path.join(path, folders.HF_STATE)):
         fmt = "hf_disk"
         members = folders.hf_shards(path)
-        for m in members[:-1]:  # the last member is state.json, already read
+        for m in members[:-1] if check else ():  # the last member is state.json, already read
             shard = os.path.join(path, m.rel)
             _check_content(shard, "arrow", m.size, f"shard {m.rel!r} of {label}")
     elif os.path.exists(os.path.join(path, "dataset_dict.json")):
@@ -155,7 +160,7 @@ def _describe_folder(path: str, name: str, label: str) -> InputFile:
                 f"{label} is a folder with no .txt or .md files "
                 f"(and no {folders.HF_STATE}, so it is not a saved dataset either)"
             )
-        for m in members:
+        for m in members if check else ():
             _readable(os.path.join(path, m.rel), f"file {m.rel!r} of {label}")
     size, mtime_ns = folders.totals(members)
     return InputFile(path, name, fmt, size, mtime_ns)
