@@ -44,17 +44,32 @@ def main(verbose: int) -> None:
 @main.command()
 @click.argument("recipe", type=click.Path(path_type=Path))
 @click.option("--workers", type=click.IntRange(min=1), help="Override engine.workers.")
+@click.option(
+    "--engine", "engine_kind", type=click.Choice(["local", "ray"]), help="Override engine.kind."
+)
+@click.option("--address", help="Ray cluster address (auto, host:port); implies --engine ray.")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @_user_errors
-def run(recipe: Path, workers: int | None, quiet: bool) -> None:
+def run(
+    recipe: Path, workers: int | None, engine_kind: str | None, address: str | None, quiet: bool
+) -> None:
     """Build the dataset RECIPE describes, or say it is up to date."""
     from curate.progress import StderrProgress
     from curate.runner import no_progress
     from curate.runner import run as run_recipe
     from curate.summary import render_summary
 
+    target: Any = recipe
+    if engine_kind or address:  # where a run happens is not part of what it makes
+        from curate.recipe import Recipe
+
+        loaded = Recipe.load(recipe)
+        change: dict[str, Any] = {"kind": engine_kind or ("ray" if address else None)}
+        change["address"] = address
+        engine = loaded.engine.model_copy(update={k: v for k, v in change.items() if v})
+        target = loaded.model_copy(update={"engine": engine})
     version = run_recipe(
-        recipe, progress=no_progress if quiet else StderrProgress(), workers=workers
+        target, progress=no_progress if quiet else StderrProgress(), workers=workers
     )
     if version.up_to_date:
         click.echo(f"{version.dataset} is up to date: {version.name} at {version.path}")

@@ -180,6 +180,7 @@ def _empty_rows(path: Path, columns: list[str]) -> pa.Table:
 
 def _scatter_keys(_: list[object], files: list[Path], key: str, buckets: int) -> list[pa.Table]:
     table = concat([read_columns(f, [key, ID, ORDER]) for f in files])
+    table = table.filter(pc.is_valid(table.column(key)))  # a null key equals no other
     return split(table, hash_buckets(key_hash(table.column(key)), buckets), buckets)
 
 

@@ -94,7 +94,7 @@ def concat(parts: list[pa.Table]) -> pa.Table:
 
 
 def runs(table: pa.Table, columns: list[str]) -> np.ndarray:
-    """For rows sorted by `columns`: True where a row starts a new run of equal values."""
+    """For rows sorted by `columns` (no nulls): True where a row starts a run of equal values."""
     n = table.num_rows
     new = np.zeros(n, bool)
     if n == 0:
@@ -102,11 +102,8 @@ def runs(table: pa.Table, columns: list[str]) -> np.ndarray:
     new[0] = True
     for name in columns:
         col = table.column(name).combine_chunks()
-        a, b = col.slice(1), col.slice(0, n - 1)
-        same = pc.fill_null(pc.equal(a, b), False)
-        both_null = pc.and_(pc.is_null(a), pc.is_null(b))
-        differs = pc.invert(pc.or_(same, both_null)).to_numpy(zero_copy_only=False)
-        new[1:] |= differs
+        same = pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
+        new[1:] |= ~same
     return new
 
 

@@ -1,0 +1,43 @@
+"""Stages for the Ray engine's failure tests (tests/engines/test_ray_engine.py).
+
+Ray workers import this module by its dotted path, so it lives beside the tests and the
+test session puts this folder on the workers' PYTHONPATH.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pyarrow as pa
+
+from curate.io.batches import ID
+from curate.stages.base import MapStage, StageParams, StageResult
+
+
+class TripwireParams(StageParams):
+    target: str  # the id whose batch trips the wire
+    kill: str  # while this file exists, its batch kills the worker process (file removed first)
+    fail: str  # while this file exists, its batch raises
+    log: str  # each batch seen appends its ids here
+
+
+class Tripwire(MapStage):
+    """Passes batches through unchanged; kills or fails on purpose when a marker file says so."""
+
+    name = "tripwire"
+    Params = TripwireParams
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        p: TripwireParams = self.params  # type: ignore[assignment]
+        ids = batch.column(ID).to_pylist()
+        if p.target in ids:
+            if Path(p.kill).exists():
+                os.unlink(p.kill)
+                os.kill(os.getpid(), signal.SIGKILL)
+            if Path(p.fail).exists():
+                raise RuntimeError("interrupted on purpose")
+        with open(p.log, "a", encoding="utf-8") as f:
+            f.write("".join(f"{i}\n" for i in ids))
+        return StageResult(batch)

@@ -1,0 +1,211 @@
+"""The Ray engine against the local one, on one small Ray cluster for the whole session.
+
+Starting Ray costs ~7 s and ~0.7 GB, so these tests are few and share the cluster; the
+rest of the suite runs on the local engine. They skip when Ray is not installed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import yaml
+from conftest import REPO, corpus, write_jsonl
+
+import curate
+
+ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'curate[ray]'")
+
+HERE = Path(__file__).resolve().parent
+VOLATILE = {"seconds", "timings", "started", "finished", "engine", "decide_seconds"}
+
+
+@pytest.fixture(scope="session")
+def ray_cluster() -> Iterator[None]:
+    """One local Ray cluster for the session; its workers import ray_stages from here."""
+    os.environ["RAY_AUTH_MODE"] = "disabled"
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    )
+    temp = tempfile.mkdtemp(prefix="ray-")  # short: Ray's socket paths must stay < 108 bytes
+    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp, log_to_driver=False)
+    try:
+        yield
+    finally:
+        ray.shutdown()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def comparable(manifest: dict[str, Any]) -> dict[str, Any]:
+    """A manifest without what may differ between engines: times, the engine, paths."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k not in VOLATILE}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    out = strip(manifest)
+    out.pop("recipe_path")
+    out["recipe"]["output"].pop("root")
+    return dict(out)
+
+
+def sample_recipe(folder: Path, kind: str) -> Path:
+    """recipes/sample.yaml as it is today, on more partitions, plus packed tokens if it has none."""
+    recipe = yaml.safe_load((REPO / "recipes" / "sample.yaml").read_text())
+    recipe["inputs"] = [os.path.normpath(REPO / "recipes" / i) for i in recipe["inputs"]]
+    recipe["partition_size"] = "32KB"
+    recipe["output"].update(root=str(folder / f"out-{kind}"), fsync=False)
+    recipe["engine"] = {"kind": kind, "workers": 2}
+    if not any("tokenize" in s for s in recipe["stages"]):
+        tokenizer = str(REPO / "sample_data" / "tokenizer")
+        recipe["stages"].append({"tokenize": {"source": tokenizer, "pack": {"seq_len": 256}}})
+    path = folder / f"{kind}.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path
+
+
+def files(version: curate.Version, key: str) -> list[tuple[str, str]]:
+    return [(f["path"], f["sha256"]) for f in version.manifest[key]]
+
+
+def test_sample_recipe_is_byte_identical_on_ray(ray_cluster: None, tmp_path: Path) -> None:
+    local = curate.run(sample_recipe(tmp_path, "local"))
+    on_ray = curate.run(sample_recipe(tmp_path, "ray"))
+    assert on_ray.manifest["engine"]["kind"] == "ray"
+    assert len({s["path"].split("-")[1] for s in local.manifest["shards"]}) >= 6
+    for key in ("shards", "rejected", "quarantine"):
+        assert files(on_ray, key) == files(local, key)
+    assert comparable(on_ray.manifest) == comparable(local.manifest)
+    barriers = [s for s in local.manifest["stages"] if s["kind"] == "barrier"]
+    assert barriers and all(s["removed"] for s in barriers)  # the decisions did something
+
+
+def tripwire_recipe(folder: Path, kind: str, marks: dict[str, Path]) -> Path:
+    wire = {k: str(v) for k, v in marks.items()}
+    recipe = {
+        "name": "wired",
+        "inputs": [str(folder / "data" / "*.jsonl")],
+        "id_field": "id",
+        "partition_size": "4KB",
+        "stages": [
+            {"normalize": {}},
+            {"ray_stages:Tripwire": {"target": "d37", **wire, "fail": str(folder / "never")}},
+            {"exact_dedup": {}},
+            {"ray_stages:Tripwire": {"target": "d90", **wire, "log": str(folder / "log2")}},
+        ],
+        "output": {"root": str(folder / f"out-{kind}"), "fsync": False},
+        "engine": {"kind": kind, "workers": 2},
+    }
+    path = folder / f"{kind}.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    return path
+
+
+def test_killed_worker_is_retried_and_an_interrupted_run_resumes(
+    ray_cluster: None, tmp_path: Path
+) -> None:
+    docs = corpus(300, dup_every=4)
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs[:150])
+    write_jsonl(tmp_path / "data" / "b.jsonl", docs[150:])
+    marks = {"kill": tmp_path / "kill", "fail": tmp_path / "fail", "log": tmp_path / "log"}
+    local = curate.run(tripwire_recipe(tmp_path, "local", marks))
+    marks["log"].unlink()
+
+    marks["kill"].touch()  # pass 1: the worker running d37's partition dies, Ray reruns it
+    marks["fail"].touch()  # pass 2: d90's partition fails: the run stops after the barrier
+    recipe = tripwire_recipe(tmp_path, "ray", marks)
+    with pytest.raises(Exception, match="interrupted on purpose"):
+        curate.run(recipe)
+    assert not marks["kill"].exists()  # the worker was killed ...
+    first_pass = marks["log"].read_text().split()
+    assert sorted(first_pass) == sorted(d["id"] for d in docs)  # ... and its partition redone
+
+    marks["fail"].unlink()
+    resumed = curate.run(recipe)
+    assert marks["log"].read_text().split() == first_pass  # pass 1 was not run again
+    for key in ("shards", "rejected"):
+        assert files(resumed, key) == files(local, key)
+    assert resumed.manifest["counts"] == local.manifest["counts"]
+
+
+def summary_tables(rng: np.random.Generator, partitions: int = 5, rows: int = 300) -> list:
+    """Summary rows shaped like the barriers' (digest keys, band keys with nulls, shingle
+    sets, signatures) in two segments per partition, with many shared keys."""
+    out = []
+    for p in range(partitions):
+        for seg in range(2):
+            start = seg * rows
+            order = (np.uint64(p) << np.uint64(40)) + np.arange(
+                start, start + rows, dtype=np.uint64
+            )
+            digest = np.zeros((rows, 16), np.uint8)
+            digest[:, 0] = rng.integers(0, 3, rows)  # first 8 bytes collide often,
+            digest[:, 15] = rng.integers(0, 40, rows)  # the whole key less often
+            band = rng.integers(0, 400, (3, rows)).astype(np.uint64)
+            shingles = [sorted(set(rng.integers(0, 30, 8).tolist())) for _ in range(rows)]
+            signature = rng.integers(0, 4, rows * 8).astype(np.uint32)
+            out.append(
+                (
+                    p,
+                    pa.table(
+                        {
+                            "id": [f"p{p}-{start + i}" for i in range(rows)],
+                            "_order": pa.array(order, pa.uint64()),
+                            "digest": pa.array(list(map(bytes, digest)), pa.binary(16)),
+                            "band_0": pa.array(band[0]),
+                            "band_1": pa.array(band[1], mask=band[1] % 7 == 0),
+                            "band_2": pa.array(band[2]),
+                            "shingles": pa.array(shingles, pa.list_(pa.uint32())),
+                            "signature": pa.FixedSizeListArray.from_arrays(pa.array(signature), 8),
+                        }
+                    ),
+                )
+            )
+    return out
+
+
+def test_collective_operations_equal_the_local_ones(ray_cluster: None, tmp_path: Path) -> None:
+    from curate.engines.local_collective import LocalSummaries
+    from curate.engines.ray.collective import RaySummaries
+    from curate.minhash.verify import estimate_scores, exact_scores
+
+    spilled = []
+    for i, (p, table) in enumerate(summary_tables(np.random.default_rng(7))):
+        path = tmp_path / f"summary-{i:05d}.arrow"
+        with pa.ipc.new_file(str(path), table.schema) as w:
+            w.write_table(table)
+        spilled.append((path, p))
+    local = LocalSummaries.from_files([f for f, _ in spilled])
+    dist = RaySummaries(spilled, cpus=2)
+    dist.bucket_bytes = 4096  # many buckets and many scoring chunks on little data
+    dist.value_budget = 20_000
+
+    assert dist.count() == local.count() == 3000
+    firsts = local.first_by_key("digest")
+    assert firsts.num_rows > 2000
+    assert dist.first_by_key("digest").equals(firsts.cast(dist.first_by_key("digest").schema))
+    bands = ["band_0", "band_1", "band_2"]
+    edges = local.star_edges(bands)
+    assert edges.num_rows > 1000
+    assert dist.star_edges(bands).equals(edges)
+    for column, score in (("shingles", exact_scores), ("signature", estimate_scores)):
+        assert np.array_equal(
+            dist.score_pairs(edges, column, score), local.score_pairs(edges, column, score)
+        )
+    assert dist.connected_components(edges).equals(local.connected_components(edges))
+    wanted = pa.array(edges.column("b").to_numpy()[::5], pa.uint64())
+    found, expected = dist.lookup(wanted, ["id"]), local.lookup(wanted, ["id"])
+    assert found.column("_order").equals(expected.column("_order"))
+    assert found.column("id").to_pylist() == expected.column("id").to_pylist()
+    nulls = dist.first_by_key("band_1")  # a null key is no value: it equals no other
+    assert nulls.equals(local.first_by_key("band_1").cast(nulls.schema))
