@@ -41,7 +41,7 @@ class TokenizeParams(StageParams):
     kind: Literal["auto", "tokenizer.json", "sentencepiece", "tekken", "tiktoken"] = Field(
         "auto", description="Tokenizer family; auto: from the file."
     )
-    bos: Literal["auto"] | bool = Field(
+    bos: Literal["auto", True, False] = Field(
         "auto", description="Add BOS before each document; auto: as the model's config says."
     )
     eos: bool = Field(True, description="Add EOS after each document (the separator).")
