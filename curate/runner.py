@@ -137,6 +137,28 @@ def _build(
 ) -> Version:
     started = datetime.now(UTC)
     t0 = time.perf_counter()
+    # Everything this build creates (staging, shards, side outputs, worker files) gets the
+    # recipe's modes: the umask is process-wide, so it is set for the build and restored.
+    umask = os.umask(0o777 & ~(int(recipe.output.dir_mode, 8) | int(recipe.output.file_mode, 8)))
+    try:
+        return _build_checked(recipe, files, stages, fp, store, progress, workers, known_hashes,
+                              started, t0)  # fmt: skip
+    finally:
+        os.umask(umask)
+
+
+def _build_checked(
+    recipe: Recipe,
+    files: list[InputFile],
+    stages: list[Stage],
+    fp: str,
+    store: Store,
+    progress: ProgressFn,
+    workers: int | None,
+    known_hashes: list[str] | None,
+    started: datetime,
+    t0: float,
+) -> Version:
     if recipe.output.check_space:
         need, free = space_needed(recipe, files, store, fp), shutil.disk_usage(store.path).free
         if need > free:
