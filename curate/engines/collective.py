@@ -30,6 +30,11 @@ class Summaries(ABC):
         earliest row with that key). Ties in input order cannot happen: `_order` is unique.
         """
 
+    def repeated_id(self) -> str | None:
+        """An id carried by more than one summary row, if any (ids must be unique, since
+        decisions are joined back on them). Engines that cannot check cheaply return None."""
+        return None
+
     @abstractmethod
     def count(self) -> int:
         """Number of summary rows."""

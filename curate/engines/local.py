@@ -31,6 +31,7 @@ from curate.engines.tasks import (
     record_path,
     run_pass_task,
 )
+from curate.errors import CurateError
 from curate.io.shards import write_table
 from curate.phases import mark
 from curate.stages.base import ORDER, BarrierStage
@@ -156,6 +157,13 @@ class LocalEngine:
         from curate.engines.local_collective import LocalSummaries  # polars: only for barriers
 
         summaries = LocalSummaries.from_files(list(folder.glob("summary-*.arrow")))
+        repeated = summaries.repeated_id()
+        if repeated is not None:
+            raise CurateError(
+                f"document id {repeated!r} is not unique, so {barrier.name} could not tell the "
+                "documents apart; name a unique id_field, or leave it out to derive ids from "
+                "file and line"
+            )
         decision = barrier.decide(summaries)
         for stale in folder.glob("decision-*.arrow"):
             stale.unlink()

@@ -48,6 +48,13 @@ class LocalSummaries(Summaries):
             return 0
         return int(self._scan().select(pl.len()).collect().item())
 
+    def repeated_id(self) -> str | None:
+        if not self.frames:
+            return None
+        ids = self._scan().select("id")
+        repeated = ids.group_by("id").len().filter(pl.col("len") > 1).head(1).collect()
+        return str(repeated["id"][0]) if repeated.height else None
+
     def first_by_key(self, key: str) -> pa.Table:
         empty = pa.table(
             {

@@ -1,0 +1,161 @@
+"""A hostile input set, end to end: each case ends in its documented outcome, the accounting
+holds, and no record is lost silently (issue 6). Outcomes are printed with `-s`."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import zstandard
+from click.testing import CliRunner
+from conftest import write_recipe
+
+import curate
+from curate.cli import main
+
+GOOD = [{"id": f"g{i}", "text": f"good document number {i} with enough words"} for i in range(20)]
+
+
+def lines(records: list[dict[str, Any]]) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def run_case(tmp_path: Path, files: dict[str, bytes], **recipe: Any) -> curate.Version:
+    for name, data in files.items():
+        (tmp_path / "data").mkdir(exist_ok=True)
+        (tmp_path / "data" / name).write_bytes(data)
+    inputs = recipe.pop("inputs", ["data/*"])
+    return curate.run(write_recipe(tmp_path, inputs=inputs, stages=[{"normalize": {}}], **recipe))
+
+
+def reasons(version: curate.Version) -> list[str]:
+    return version.quarantined().column("reason").to_pylist()
+
+
+def balanced(version: curate.Version) -> None:
+    c = version.counts
+    assert c["read"] == c["written"] + c["removed_total"] + c["quarantined"]
+
+
+QUARANTINED = {
+    "truncated JSON": (lines(GOOD) + b'{"id": "cut", "text": "half a rec', 1, "JSON"),
+    "invalid UTF-8": (lines(GOOD) + b'{"id": "u", "text": "caf\xe9"}\n', 1, "UTF-8"),
+    "raw NUL byte in a line": (lines(GOOD) + b'{"id": "n", "text": "a\x00b"}\n', 1, ""),
+    "text is a number": (lines(GOOD) + b'{"id": "num", "text": 42}\n', 1, "not a string"),
+    "text missing": (lines(GOOD) + b'{"id": "none"}\n', 1, "missing"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(QUARANTINED))
+def test_bad_records_are_quarantined_with_a_reason(tmp_path: Path, case: str) -> None:
+    data, n, word = QUARANTINED[case]
+    version = run_case(tmp_path, {"a.jsonl": data})
+    assert version.counts["written"] == 20 and version.counts["quarantined"] == n
+    assert all(word in r for r in reasons(version)), reasons(version)
+    balanced(version)
+    print(f"\n{case}: quarantined: {reasons(version)}")
+
+
+def test_escaped_nul_bom_and_crlf_are_read(tmp_path: Path) -> None:
+    data = b"\xef\xbb\xbf" + lines(GOOD).replace(b"\n", b"\r\n")
+    data += b'{"id": "nul", "text": "before\\u0000after and more words"}\r\n'
+    version = run_case(tmp_path, {"a.jsonl": data})
+    assert version.counts["written"] == 21 and version.counts["quarantined"] == 0
+    texts = dict(
+        zip(
+            version.to_arrow()["id"].to_pylist(),
+            version.to_arrow()["text"].to_pylist(),
+            strict=True,
+        )
+    )
+    assert texts["nul"] == "beforeafter and more words"  # normalize removes the NUL
+    assert texts["g0"] == GOOD[0]["text"]  # no stray \r
+    print("\nBOM, CRLF, escaped NUL: read; NUL removed by normalize")
+
+
+def test_a_50_mb_single_line_is_one_document(tmp_path: Path) -> None:
+    big = {"id": "big", "text": "word " * (10 * 2**20)}
+    version = run_case(tmp_path, {"a.jsonl": lines([big, *GOOD])})
+    assert version.counts["written"] == 21
+    lengths = version.to_arrow()["text"].to_pylist()
+    assert max(len(t) for t in lengths) == len(big["text"].strip())
+    print("\n50 MB single line: one document")
+
+
+@pytest.mark.parametrize("suffix", ["gz", "zst"])
+def test_truncated_compressed_files_keep_readable_records(tmp_path: Path, suffix: str) -> None:
+    payload = lines(GOOD * 20_000)  # several zstd blocks, so half a file holds whole ones
+    blob = (
+        gzip.compress(payload) if suffix == "gz" else zstandard.ZstdCompressor().compress(payload)
+    )
+    version = run_case(tmp_path, {f"a.jsonl.{suffix}": blob[: len(blob) // 2]})
+    assert 0 < version.counts["written"] < 400_000 and version.counts["quarantined"] == 1
+    assert "truncated" in reasons(version)[0]
+    balanced(version)
+    print(f"\ntruncated .{suffix}: {version.counts['written']} records kept; {reasons(version)[0]}")
+
+
+def test_zero_byte_file_is_an_input_with_no_documents(tmp_path: Path) -> None:
+    version = run_case(tmp_path, {"a.jsonl": lines(GOOD), "empty.jsonl": b""})
+    assert version.counts["written"] == 20
+    assert [i["documents"] for i in version.manifest["inputs"]] == [20, 0]
+    print("\nzero-byte file: an input with 0 documents")
+
+
+def cli_error(tmp_path: Path, inputs: list[str]) -> str:
+    recipe = write_recipe(tmp_path, inputs=inputs)
+    result = CliRunner().invoke(main, ["run", str(recipe)])
+    assert result.exit_code == 2
+    lines_ = result.stderr.strip().splitlines()
+    assert len(lines_) == 1 and "Traceback" not in result.stderr
+    assert not (tmp_path / "out" / "t").exists() or not list((tmp_path / "out" / "t").glob("v*"))
+    return lines_[0]
+
+
+def test_directory_where_a_file_is_expected(tmp_path: Path) -> None:
+    (tmp_path / "data" / "x.jsonl").mkdir(parents=True)
+    message = cli_error(tmp_path, ["data/x.jsonl"])
+    assert "x.jsonl" in message
+    print(f"\ndirectory named like a file: {message}")
+
+
+def test_unreadable_file_fails_before_anything_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "data").mkdir()
+    target = tmp_path / "data" / "secret.jsonl"
+    target.write_bytes(lines(GOOD))
+    real_open = os.open
+
+    def denied(path: Any, *args: Any, **kwargs: Any) -> int:
+        if str(path) == str(target):  # as root, mode 000 would not stop a read
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, *args, **kwargs)
+
+    real_builtin_open = open
+
+    def denied_open(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path) == str(target):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_builtin_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", denied)
+    monkeypatch.setattr("builtins.open", denied_open)
+    message = cli_error(tmp_path, ["data/secret.jsonl"])
+    assert "secret.jsonl" in message and "Permission denied" in message
+    print(f"\nunreadable file: {message}")
+
+
+def test_duplicated_ids_are_refused_by_a_barrier(tmp_path: Path) -> None:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl").write_bytes(
+        lines([*GOOD, {"id": "g3", "text": "another text"}])
+    )
+    recipe = write_recipe(tmp_path, inputs=["data/a.jsonl"], stages=[{"exact_dedup": {}}])
+    result = CliRunner().invoke(main, ["run", str(recipe)])
+    assert result.exit_code == 2 and "'g3' is not unique" in result.stderr, result.stderr
+    print(f"\nduplicated ids: {result.stderr.strip()}")
