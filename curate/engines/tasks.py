@@ -252,6 +252,8 @@ class PartitionRun:
             if result.removed is not None and result.removed.num_rows:
                 c.removed.update(Counter(result.removed.column("reason").to_pylist()))
                 self.rejected.append(result.removed)
+            if result.counters:  # a stage's own counts (StageResult.counters), summed
+                c.counters.update(result.counters)
             c.seconds += time.perf_counter() - t
             batch = result.batch
         if batch.num_rows == 0:

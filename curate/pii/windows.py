@@ -1,0 +1,216 @@
+"""Pattern recognizers that search only the parts of a text that can hold a match.
+
+A Presidio pattern recognizer runs each of its regular expressions over the whole text.
+For the recognizers below, every match is known to contain a *trigger* (for example the
+`@` of an e-mail address) and to stay close to it, so the expressions run only on
+windows around triggers, with `finditer(text, pos, endpos)`:
+
+- a *run* window is the maximal run of characters that a match can consist of
+  (`run`), around a trigger: no match can extend beyond it;
+- a *reach* window extends `reach` characters (the longest possible match) on both
+  sides of a trigger.
+
+`pos` keeps the text before a window visible to look-behinds and `\\b`; `endpos` is the
+window's end plus `margin`, the furthest any look-ahead or `\\b` of a match inside the
+window reads. Overlapping windows merge. Then every match of the whole text lies in a
+window, every match found in a window is a match of the whole text, and the scan inside
+a window meets the same matches in the same order: the results are the recognizer's
+own. Triggers are found with the recognizer's own regex engine and flags (overlapping
+matches), so case folding and Unicode classes agree.
+
+A window spec is tied to the exact expressions it was derived for: if a Presidio release
+changes a recognizer's patterns, that recognizer runs on the whole text as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import regex
+from presidio_analyzer import PatternRecognizer, RecognizerResult
+
+_EMAIL = (
+    r"\b((([!#$%&'*+\-/=?^_`{|}~\w])|([!#$%&'*+\-/=?^_`{|}~\w][!#$%&'*+\-/=?^_`{|}~\.\w]{0,}"
+    r"[!#$%&'*+\-/=?^_`{|}~\w]))[@]\w+(?:-+\w+)*(?:\.\w+(?:-+\w+)*)+)\b"
+)
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|[01]?[0-9][0-9]?)"
+_H = r"[0-9A-Fa-f]{1,4}"
+_IP = (
+    r"(?<![\w:])::(?:ffff(?::0{1,4})?:)?(?:"
+    + _OCTET
+    + r"\.){3}"
+    + _OCTET
+    + r"(?:/(?:12[0-8]|1[01]\d|[1-9]?\d))?\b",
+    r"(?<![\w:])(?:(?:"
+    + _H
+    + r":){1,5}:(?:"
+    + _H
+    + r":){0,4}|(?:"
+    + _H
+    + r":){6})(?:"
+    + _OCTET
+    + r"\.){3}"
+    + _OCTET
+    + r"(?:/(?:12[0-8]|1[01]\d|[1-9]?\d))?\b",
+    r"\b" + r"\.".join([_OCTET] * 4) + r"(?:/(?:[0-2]?\d|3[0-2]))?\b",
+    r"(?<![\w:])(?:(?:"
+    + _H
+    + r":){7}"
+    + _H
+    + r"|(?:"
+    + _H
+    + r":){1,7}:|:(?::"
+    + _H
+    + r"){1,7}|(?:"
+    + _H
+    + r":){1,6}:"
+    + _H
+    + r"|(?:"
+    + _H
+    + r":){1,5}(?::"
+    + _H
+    + r"){1,2}|(?:"
+    + _H
+    + r":){1,4}(?::"
+    + _H
+    + r"){1,3}|(?:"
+    + _H
+    + r":){1,3}(?::"
+    + _H
+    + r"){1,4}|(?:"
+    + _H
+    + r":){1,2}(?::"
+    + _H
+    + r"){1,5}|"
+    + _H
+    + r":(?::"
+    + _H
+    + r"){1,6}|:(?::"
+    + _H
+    + r"){1,6})(?:%[0-9a-zA-Z]+)?(?:/(?:12[0-8]|1[01]\d|[1-9]?\d))?"
+    r"(?![\w:]|\.\d)",
+    r"(?<![\w:])::(?:/(?:12[0-8]|1[01]\d|[1-9]?\d))?(?![\w:])",
+)
+_SSN = (
+    r"\b([0-9]{5})-([0-9]{4})\b",
+    r"\b([0-9]{3})-([0-9]{6})\b",
+    r"\b(([0-9]{3})-([0-9]{2})-([0-9]{4}))\b",
+    r"\b[0-9]{9}\b",
+    r"\b([0-9]{3})[- .]([0-9]{2})[- .]([0-9]{4})\b",
+)
+_IBAN = (
+    r"(?<![A-Z0-9])([A-Z]{2}[0-9]{2}(?:[ -]?[A-Z0-9]{4}){2,6})((?:[ -]?[A-Z0-9]{4})?)"
+    r"((?:[ -]?[A-Z0-9]{1,3})?)(?![A-Z0-9])",
+)
+_CARD = (
+    r"\b(?!1\d{12}(?!\d))((4\d{3})|(5[0-5]\d{2})|(6\d{3})|(1\d{3})|(3\d{3}))[- ]?(\d{3,4})"
+    r"[- ]?(\d{3,4})[- ]?(\d{3,5})\b",
+)
+_CRYPTO = (r"(bc1|[13])[a-zA-HJ-NP-Z0-9]{25,59}",)
+
+
+@dataclass(frozen=True)
+class WindowSpec:
+    """Where a recognizer's matches can be: see the module docstring."""
+
+    patterns: tuple[str, ...]  # the exact expressions this spec was derived for
+    trigger: str  # every match contains a match of this expression
+    run: str | None = None  # a match consists only of these characters ...
+    reach: int | None = None  # ... or is at most this long
+
+
+SPECS: dict[str, WindowSpec] = {
+    # local part, @ and domain are all in the run.
+    "EmailRecognizer": WindowSpec((_EMAIL,), trigger="@", run=r"[!#$%&'*+\-/=?^_`{|}~.\w@]"),
+    # IPv4 needs digit.digit, IPv6 a colon; zone ids and prefixes are \w, % and /.
+    "IpRecognizer": WindowSpec(_IP, trigger=r"[0-9]\.[0-9]|:", run=r"[\w.:/%]"),
+    # at most 11 characters, three ASCII digits in a row in every form.
+    "UsSsnRecognizer": WindowSpec(_SSN, trigger="[0-9]{3}", reach=11),
+    # 2 letters, 2 digits, then at most 6 + 1 groups of 4 and one of 3, each after a separator.
+    "IbanRecognizer": WindowSpec(_IBAN, trigger="[A-Z]{2}[0-9]{2}", reach=43),
+    # at most 20 characters; the leading look-ahead reads digits only.
+    "CreditCardRecognizer": WindowSpec(_CARD, trigger=r"\d{3}", reach=20),
+    # at most 3 + 59 characters.
+    "CryptoRecognizer": WindowSpec(_CRYPTO, trigger="[13]", reach=62),
+}
+
+
+def spec_for(recognizer: Any) -> WindowSpec | None:
+    """The spec for a Presidio recognizer, if its patterns are the ones it was made for."""
+    spec = SPECS.get(type(recognizer).__name__)
+    if spec is None or not isinstance(recognizer, PatternRecognizer):
+        return None
+    if getattr(recognizer, "deny_list", None):
+        return None
+    patterns: list[Any] = getattr(recognizer, "patterns", [])
+    if tuple(p.regex for p in patterns) != spec.patterns:
+        return None
+    return spec
+
+
+class Windowed:
+    """Replaces a recognizer's `analyze`: its own analysis, run on slices (see above)."""
+
+    def __init__(self, recognizer: PatternRecognizer, spec: WindowSpec) -> None:
+        self.original = recognizer.analyze
+        self.spec = spec
+        flags = recognizer.global_regex_flags or 0
+        self.trigger = regex.compile(spec.trigger, flags)
+        cls = spec.run or r"\w"
+        self.ahead = regex.compile(cls + "*", flags)
+        self.back = regex.compile(cls + "*", flags | regex.REVERSE)
+
+    def has_trigger(self, text: str) -> bool:
+        return self.trigger.search(text) is not None
+
+    def slices(self, text: str) -> list[tuple[int, int]]:
+        """Merged [start, end) slices, in text order."""
+        n = len(text)
+        spans: list[tuple[int, int]] = []
+        covered = -1
+        reach = self.spec.reach
+        for t in self.trigger.finditer(text, overlapped=True):
+            if reach is None:
+                if t.start() < covered:
+                    continue
+                a, b = t.start(), t.end()
+            else:
+                if t.end() + reach <= covered:  # inside the previous slice already
+                    continue
+                a, b = max(0, t.start() - reach), min(n, t.end() + reach)
+            back = self.back.match(text, 0, a)
+            ahead = self.ahead.match(text, b)
+            a = back.start() if back else a
+            b = ahead.end() if ahead else b
+            covered = b
+            spans.append((a, b))
+        out: list[tuple[int, int]] = []
+        for a, b in spans:
+            if out and a <= out[-1][1]:
+                out[-1] = (out[-1][0], max(out[-1][1], b))
+            else:
+                out.append((a, b))
+        return out
+
+    def __call__(
+        self, text: str, entities: list[str], nlp_artifacts: Any = None, **kwargs: Any
+    ) -> list[RecognizerResult]:
+        results: list[RecognizerResult] = []
+        for a, b in self.slices(text):
+            found = self.original(text[a:b], entities, nlp_artifacts, **kwargs)
+            for result in found:
+                result.start += a
+                result.end += a
+            results.extend(found)
+        return results
+
+
+def window(recognizer: Any) -> Windowed | None:
+    """Patch a recognizer to read only slices; None when no spec fits it."""
+    spec = spec_for(recognizer)
+    if spec is None:
+        return None
+    windowed = Windowed(recognizer, spec)
+    recognizer.analyze = windowed
+    return windowed

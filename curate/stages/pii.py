@@ -1,0 +1,243 @@
+"""Finding personal data with Presidio and redacting, masking, hashing it or dropping documents.
+
+Defaults are what a pre-training team usually wants: the pattern and checksum
+recognizers for values that identify a person or an account (e-mail, phone, card,
+IBAN, IP, US SSN, crypto wallet), each replaced by a type tag such as `<EMAIL_ADDRESS>`.
+URLs and dates are left alone: in a web or documentation corpus they are rarely
+personal and redacting them damages the text (links, changelogs, citations). Names and
+places need NER: name an installed or saved spaCy pipeline in `spacy_model` and add
+PERSON, LOCATION, ... to `entities`. The default score threshold 0.4 keeps Presidio's
+phone matches (scored 0.4) and checksum-validated values, and drops the very weak SSN
+forms (scored 0.05: any nine digits).
+
+Nothing detected ever leaves the stage except as a replacement: the manifest gets counts
+per entity type and action, rejected/ gets ids and `pii:<TYPE>` reasons, and Presidio's
+log records are dropped while documents are analysed (`curate.pii.quiet`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, Literal
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field, model_validator
+
+from curate.errors import CurateError
+from curate.io.batches import ID
+from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
+
+Action = Literal["redact", "mask", "hash", "drop_document"]
+ValueAction = Literal["redact", "mask", "hash"]
+
+
+class EntityRule(StageParams):
+    action: Action = Field("redact", description="What to do with values of this type.")
+    above: int = Field(
+        0, ge=0, description="drop_document: drop documents with more than this many values."
+    )
+    otherwise: ValueAction = Field(
+        "redact", description="drop_document: what to do with the values of documents kept."
+    )
+
+
+DEFAULT_ENTITIES: dict[str, Action | EntityRule] = {
+    "EMAIL_ADDRESS": "redact",
+    "PHONE_NUMBER": "redact",
+    "CREDIT_CARD": "redact",
+    "IBAN_CODE": "redact",
+    "IP_ADDRESS": "redact",
+    "US_SSN": "redact",
+    "CRYPTO": "redact",
+}
+
+
+class PiiParams(StageParams):
+    entities: dict[str, Action | EntityRule] = Field(
+        default_factory=lambda: dict(DEFAULT_ENTITIES),
+        description="Presidio entity types to find, each with an action: redact (type tag), "
+        "mask, hash (keyed), drop_document (or {action: drop_document, above: N}).",
+    )
+    languages: list[str] = Field(["en"], min_length=1, description="Presidio languages.")
+    score_threshold: float = Field(
+        0.4, ge=0, le=1, description="Minimum Presidio score of a value to act on."
+    )
+    allow_list: list[str] = Field([], description="Values never acted on (your own addresses).")
+    allow_list_match: Literal["exact", "regex"] = Field(
+        "exact", description="Allow-list entries are exact values, or regular expressions."
+    )
+    spacy_model: str | None = Field(
+        None,
+        description="Installed spaCy package or saved pipeline folder (relative to the recipe) "
+        "for NER entities; never downloaded. Default: no NLP model.",
+    )
+    mask_char: str = Field("*", min_length=1, max_length=1, description="mask: the character.")
+    hash_key_env: str = Field(
+        "CURATE_PII_KEY", description="hash: environment variable holding the key."
+    )
+    hash_key_file: str | None = Field(
+        None,
+        description="hash: file holding the key (relative to the recipe); wins over the variable.",
+    )
+    hash_digits: int = Field(16, ge=8, le=64, description="hash: hex digits in each token.")
+
+    @model_validator(mode="after")
+    def _entities(self) -> PiiParams:
+        if not self.entities:
+            raise ValueError("entities: name at least one entity type")
+        return self
+
+    def rules(self) -> dict[str, EntityRule]:
+        return {
+            name: rule if isinstance(rule, EntityRule) else EntityRule(action=rule)
+            for name, rule in self.entities.items()
+        }
+
+
+def _version(package: str) -> str:
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return "absent"
+
+
+class Pii(MapStage):
+    """Finds personal data with Presidio (offline) and redacts, masks, hashes or drops it."""
+
+    name = "pii"
+    Params = PiiParams
+    reads = ("text",)
+    writes = ("text",)
+
+    @property
+    def p(self) -> PiiParams:
+        return self.params  # type: ignore[return-value]
+
+    def _hashes(self) -> bool:
+        return any(
+            r.action == "hash" or (r.action == "drop_document" and r.otherwise == "hash")
+            for r in self.p.rules().values()
+        )
+
+    def _key(self) -> bytes:
+        from curate.pii.keys import load_key
+
+        return load_key(self.p.hash_key_env, self.p.hash_key_file, self.context.base_dir)
+
+    def software(self) -> dict[str, str]:
+        soft = {
+            name: _version(name)
+            for name in ("presidio-analyzer", "phonenumbers", "tldextract", "regex")
+        }
+        if self.p.spacy_model is not None:
+            soft["spacy"] = _version("spacy")
+        if self._hashes():
+            from curate.pii.keys import key_identity
+
+            soft["pii_key_id"] = key_identity(self._key())  # the key's identity, not the key
+        return soft
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "nlp_engine": "no_op" if self.p.spacy_model is None else "spacy",
+            "actions": {name: rule.action for name, rule in sorted(self.p.rules().items())},
+        }
+
+    def setup(self) -> None:
+        from curate.pii.analyzer import Analysis, AnalyzerConfig, resolve_spacy_model
+
+        p = self.p
+        model = (
+            resolve_spacy_model(p.spacy_model, self.context.base_dir)
+            if p.spacy_model is not None
+            else None
+        )
+        self._analysis = Analysis(
+            AnalyzerConfig(
+                languages=tuple(p.languages),
+                entities=tuple(p.entities),
+                score_threshold=p.score_threshold,
+                allow_list=tuple(p.allow_list),
+                allow_list_match=p.allow_list_match,
+                spacy_model=model,
+            )
+        )
+        self._rules = p.rules()
+        self._secret = self._key() if self._hashes() else b""
+
+    def _replacement(self, entity: str, value: str) -> str:
+        from curate.pii.keys import token
+
+        rule = self._rules[entity]
+        action = rule.otherwise if rule.action == "drop_document" else rule.action
+        if action == "redact":
+            return f"<{entity}>"
+        if action == "mask":
+            return self.p.mask_char * len(value)
+        return token(self._secret, entity, value, self.p.hash_digits)
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        from curate.pii import quiet
+        from curate.pii.spans import final_spans, replace
+
+        if not hasattr(self, "_analysis"):
+            self.setup()
+        i = batch.schema.get_field_index(self.text_field)
+        texts = batch.column(i).to_pylist()
+        out: list[str | None] = list(texts)
+        keep = [True] * len(texts)
+        reasons: list[str] = []
+        counters: Counter[str] = Counter()
+        dropped_before = quiet.dropped()
+        changed = 0
+        for row, text in enumerate(texts):
+            if not text:
+                continue
+            try:
+                found, ran = self._analysis.analyze(text)
+            except Exception as exc:  # never echo the text: the type of failure and the row
+                raise CurateError(
+                    f"pii: analysing document {batch.column(ID)[row].as_py()!r} failed "
+                    f"({type(exc).__name__})"
+                ) from None
+            counters["documents/analyzed" if ran else "documents/skipped"] += 1
+            if not found:
+                continue
+            spans = final_spans(text, found)
+            per_type = Counter(s.entity for s in spans)
+            drop = sorted(
+                e
+                for e, n in per_type.items()
+                if self._rules[e].action == "drop_document" and n > self._rules[e].above
+            )
+            if drop:
+                keep[row] = False
+                reasons.append(f"pii:{drop[0]}")
+                counters["documents/dropped"] += 1
+                for e, n in per_type.items():
+                    counters[f"values/{e}/drop_document"] += n
+                continue
+            for e, n in per_type.items():
+                rule = self._rules[e]
+                action = rule.otherwise if rule.action == "drop_document" else rule.action
+                counters[f"values/{e}/{action}"] += n
+            new = replace(text, spans, lambda s, value: self._replacement(s.entity, value))
+            if new != text:
+                out[row] = new
+                changed += 1
+        counters["documents/changed"] += changed
+        suppressed = quiet.dropped() - dropped_before
+        if suppressed:
+            counters["log_records_suppressed"] += suppressed
+        result = batch
+        if changed:
+            result = batch.set_column(i, batch.schema.field(i), pa.array(out, pa.string()))
+        removed = None
+        if not all(keep):
+            mask = pa.array(keep)
+            ids = pc.filter(batch.column(ID), pc.invert(mask))
+            removed = rejected_table(self.name, ids, reasons)
+            result = result.filter(mask)
+        return StageResult(result, changed=changed, removed=removed, counters=dict(counters))
