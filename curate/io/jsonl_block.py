@@ -70,16 +70,9 @@ class BlockParser:
         start = lines.first
         part = lines
         for _ in range(_MAX_HOPS):
-            result = self._attempt(part)
+            result = self._settle(part, self._attempt(part))
             if isinstance(result, pa.RecordBatch):
                 pieces.append(result)
-                start = lines.end
-                break
-            if isinstance(result, _Partial):  # rows without text or id: the judge says why
-                for number in result.bad:
-                    judged = self.judge.judge([part.raw(number)], number)
-                    assert judged.num_rows == 0, "a line Arrow reads without text was accepted"
-                pieces.append(result.batch)
                 start = lines.end
                 break
             if result is None:
@@ -87,7 +80,7 @@ class BlockParser:
             bad = result  # a line known to be bad: read the lines before it fast, judge it
             if bad > start:
                 head = lines.span(start, bad)
-                fast = self._attempt(head)
+                fast = self._settle(head, self._attempt(head))
                 pieces.append(fast if isinstance(fast, pa.RecordBatch) else self._judge(head))
             pieces.append(self.judge.judge([lines.raw(bad)], bad))
             start = bad + 1
@@ -97,6 +90,17 @@ class BlockParser:
         if start < lines.end:
             pieces.append(self._judge(lines.span(start, lines.end)))
         return _concat(pieces, self.schema), lines.count
+
+    def _settle(
+        self, lines: Lines, result: pa.RecordBatch | _Partial | int | None
+    ) -> pa.RecordBatch | int | None:
+        """A partial result becomes its good rows, once the judge has said why the rest is bad."""
+        if not isinstance(result, _Partial):
+            return result
+        for number in result.bad:
+            judged = self.judge.judge([lines.raw(number)], number)
+            assert judged.num_rows == 0, "a line Arrow read without text or id was accepted"
+        return result.batch
 
     def _judge(self, lines: Lines) -> pa.RecordBatch:
         return self.judge.judge(lines.split(), lines.first)
