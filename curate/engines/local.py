@@ -8,33 +8,24 @@ interrupted run of the same fingerprint) is not run again.
 
 from __future__ import annotations
 
-import json
 import logging
 import multiprocessing
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from multiprocessing.context import BaseContext
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
+from curate.engines.barrier_step import completed, decide_once, summary_files
+from curate.engines.collective import Summaries
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.tasks import (
-    ORDER_SHIFT,
     PassTask,
-    decision_path,
-    files_intact,
-    pass_dir,
-    record_path,
     run_pass_task,
 )
-from curate.errors import CurateError
-from curate.io.shards import write_table
-from curate.phases import mark
-from curate.stages.base import ORDER, BarrierStage
+from curate.stages.base import BarrierStage
 
 log = logging.getLogger(__name__)
 
@@ -51,15 +42,6 @@ def _warm() -> int:
 
 def _import_collective() -> None:
     import curate.engines.local_collective  # noqa: F401
-
-
-def _completed(task: PassTask) -> dict[str, Any] | None:
-    """The partition's record when a previous run finished it and its files are intact."""
-    path = record_path(task.staging, task.pass_index, task.partition.index)
-    if not path.exists():
-        return None
-    record: dict[str, Any] = json.loads(path.read_text())
-    return record if files_intact(task.staging, record["files"]) else None
 
 
 class LocalEngine:
@@ -105,7 +87,7 @@ class LocalEngine:
                 result.records.append(self._run_pass(tasks, pool, f"pass {k + 1}", progress))
                 result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
                 if segment.barrier is not None:
-                    info = self._decide(job, k, segment.barrier, progress)
+                    info = self._decide(job, k, segment.barrier, result.records[k], progress)
                     result.decisions[job.barrier_positions[k]] = info
         finally:
             self.close()
@@ -122,7 +104,7 @@ class LocalEngine:
         records: dict[int, dict[str, Any]] = {}
         todo = []
         for task in tasks:
-            done = _completed(task)
+            done = completed(task)
             if done is not None:
                 records[task.partition.index] = done
             else:
@@ -144,48 +126,14 @@ class LocalEngine:
         return [records[t.partition.index] for t in tasks]
 
     def _decide(
-        self, job: Job, k: int, barrier: BarrierStage, progress: ProgressFn
-    ) -> dict[str, Any]:
-        folder = pass_dir(job.staging, k)
-        marker = folder / "decision.json"
-        if marker.exists():
-            info: dict[str, Any] = json.loads(marker.read_text())
-            return info
-        progress(f"{barrier.name}: deciding", 0, 1)
-        mark("barrier")
-        started = time.perf_counter()
-        from curate.engines.local_collective import LocalSummaries  # polars: only for barriers
+        self, job: Job, k: int, barrier: BarrierStage, records: list[dict[str, Any]],
+        progress: ProgressFn,
+    ) -> dict[str, Any]:  # fmt: skip
+        def summaries() -> Summaries:
+            from curate.engines.local_collective import LocalSummaries  # polars: barriers only
 
-        summaries = LocalSummaries.from_files(list(folder.glob("summary-*.arrow")))
-        repeated = summaries.repeated_id()
-        if repeated is not None:
-            raise CurateError(
-                f"document id {repeated!r} is not unique, so {barrier.name} could not tell the "
-                "documents apart; name a unique id_field, or leave it out to derive ids from "
-                "file and line"
+            return LocalSummaries.from_files(
+                [path for path, _ in summary_files(job.staging, records)]
             )
-        decision = barrier.decide(summaries)
-        for stale in folder.glob("decision-*.arrow"):
-            stale.unlink()
-        _split_by_partition(decision, job.staging, k, job.fsync)
-        info = {
-            "summary_rows": summaries.count(),
-            "dropped": decision.num_rows,
-            "seconds": round(time.perf_counter() - started, 4),
-        }
-        marker.write_text(json.dumps(info))
-        progress(f"{barrier.name}: deciding", 1, 1)
-        return info
 
-
-def _split_by_partition(decision: pa.Table, staging: Path, k: int, fsync: bool) -> None:
-    """One decision file per partition, so each worker reads only the drops that concern it."""
-    if decision.num_rows == 0:
-        return
-    decision = decision.sort_by(ORDER)
-    parts = decision.column(ORDER).to_numpy() >> np.uint64(ORDER_SHIFT)
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
-    ends = np.concatenate([starts[1:], [len(parts)]])
-    for start, end in zip(starts, ends, strict=True):
-        piece = decision.slice(int(start), int(end - start))
-        write_table(decision_path(staging, k, int(parts[start])), piece, fsync=fsync)
+        return decide_once(job, k, barrier, summaries, progress)
