@@ -174,6 +174,7 @@ def report(runs: list[Run], rest: dict[str, Any], corpus: Path, args: argparse.N
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     wall = [median(runs, n, lambda r: r.wall_s) for n in names]
     engine = [median(runs, n, lambda r: r.timings["engine"]) for n in names]
+    cpu = [median(runs, n, lambda r: r.cpu_s) for n in names]
     command = " ".join(["/work/venv/bin/python -m benchmarks.ray_scaling", *sys.argv[1:]])
     lines += [
         "",
@@ -183,6 +184,8 @@ def report(runs: list[Run], rest: dict[str, Any], corpus: Path, args: argparse.N
         f"{wall[3] / wall[1]:.2f} |",
         f"| Ray / local, engine time (cluster up) | {engine[2] / engine[0]:.2f} | "
         f"{engine[3] / engine[1]:.2f} |",
+        f"| Ray / local, CPU seconds (whole tree) | {cpu[2] / cpu[0]:.2f} | "
+        f"{cpu[3] / cpu[1]:.2f} |",
         "",
         f"1 -> 2 workers, wall: local {wall[0] / wall[1]:.2f}x, Ray {wall[2] / wall[3]:.2f}x; "
         f"engine time: local {engine[0] / engine[1]:.2f}x, Ray {engine[2] / engine[3]:.2f}x.",

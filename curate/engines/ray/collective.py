@@ -48,6 +48,8 @@ class RaySummaries(Summaries):
 
     bucket_bytes = 128 << 20
     """Shuffled bytes each reduce task aims to hold."""
+    map_buckets = 8
+    """A reading task sends at most this many buckets' worth (about 1 GB)."""
     value_budget = 256 << 20
     """Bytes of fetched values a scoring task aims to hold (as `LocalSummaries.value_budget`)."""
 
@@ -75,9 +77,14 @@ class RaySummaries(Summaries):
         volume = self.count() * row_bytes
         return max(1, min(4096, max(self.cpus, math.ceil(volume / self.bucket_bytes))))
 
-    def groups(self) -> list[list[Path]]:
-        """Files per reading task: a few per CPU, each reading tasks' files in input order."""
-        n = min(len(self.files), max(2 * self.cpus, math.ceil(sum(self.rows()) / 4_000_000)))
+    def groups(self, row_bytes: int) -> list[list[Path]]:
+        """Files per reading task, in input order: one task per CPU at least, and enough that
+        none sends more than `map_buckets` buckets' worth. Every reading task sends a piece to
+        every bucket, so there are groups x buckets objects: fewer, larger reading tasks keep
+        that number (the driver owns every one) in the hundreds of thousands at 10^9 rows."""
+        volume = self.count() * row_bytes
+        n = max(self.cpus, math.ceil(volume / (self.map_buckets * self.bucket_bytes)))
+        n = min(len(self.files), n)
         return [list(g) for g in np.array_split(np.array(self.files, dtype=object), n) if len(g)]
 
     def _max_partition(self) -> int:
@@ -88,8 +95,11 @@ class RaySummaries(Summaries):
     def first_by_key(self, key: str) -> pa.Table:
         if not self.files:
             return FIRSTS_SCHEMA.empty_table()
-        buckets = self.buckets(64)
-        sent = [call(_scatter_keys, (g, key, buckets), outputs=buckets) for g in self.groups()]
+        row_bytes = 64  # key, id, `_order`
+        buckets = self.buckets(row_bytes)
+        sent = [
+            call(_scatter_keys, (g, key, buckets), outputs=buckets) for g in self.groups(row_bytes)
+        ]
         found = ray.get([r[0] for r in exchange(sent, _firsts, (key,))])
         return concat(found).sort_by(ORDER).cast(FIRSTS_SCHEMA)
 
@@ -102,9 +112,11 @@ class RaySummaries(Summaries):
             by_type.setdefault(str(schema.field(key).type), []).append(key)
         tables = []
         for same in by_type.values():
-            buckets = self.buckets(18 * len(same))
+            row_bytes = 18 * len(same)  # per key: slot, key, `_order`
+            buckets = self.buckets(row_bytes)
             sent = [
-                call(_scatter_slots, (g, same, buckets), outputs=buckets) for g in self.groups()
+                call(_scatter_slots, (g, same, buckets), outputs=buckets)
+                for g in self.groups(row_bytes)
             ]
             stars = exchange(sent, _stars, (buckets, self._max_partition()), outputs=buckets)
             tables += ray.get([r[0] for r in exchange(stars, _unique_edges, ())])

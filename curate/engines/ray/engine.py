@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,8 @@ class RayEngine:
         if ray.is_initialized():
             return
         options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
-        if self.address is None:
-            options["num_cpus"] = self.workers
+        if self.address is None and not os.environ.get("RAY_ADDRESS"):
+            options["num_cpus"] = self.workers  # a cluster of our own, on this machine
         ray.init(address=self.address, logging_level=logging.WARNING, **options)
         self._owns_ray = True
 
