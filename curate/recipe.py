@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 from pydantic_core import PydanticCustomError
 
+from curate.chat.spec import ChatInput
 from curate.errors import CurateError
 from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams
@@ -160,6 +161,11 @@ class Recipe(_Strict):
     )
     fields: dict[str, Literal[tuple(FIELD_TYPES)]] = Field(  # type: ignore[valid-type]
         default_factory=dict, description="Metadata fields to keep, with their types."
+    )
+    chat: ChatInput | None = Field(
+        None,
+        description="Chat or instruction records (messages, ShareGPT, Alpaca) read into a "
+        "`messages` column in place of text: {shape: auto}.",
     )
     input_identity: Literal["stat", "content"] = Field(
         "stat",

@@ -9,6 +9,7 @@ version share one schema, which `datasets.load_from_disk` requires.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 
@@ -23,8 +24,12 @@ class FieldSpec:
     text_field: str = "text"
     id_field: str | None = None
     keep_fields: dict[str, pa.DataType] = field(default_factory=dict)
+    chat: Any = None
+    """A `curate.chat.ChatInput` when the inputs are chat records: `messages` replaces `text`."""
 
     def schema(self) -> pa.Schema:
+        if self.chat is not None:
+            return self.chat.batch_schema(self.keep_fields)
         fields = [pa.field(ID, pa.string()), pa.field(TEXT, pa.string())]
         fields += [pa.field(name, dtype) for name, dtype in self.keep_fields.items()]
         return pa.schema(fields)

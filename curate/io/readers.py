@@ -44,7 +44,12 @@ def read_partition(
             "rename it in the input or drop it from the recipe's fields"
         )
     fmt = part.input.format
-    if fmt in ("jsonl", "jsonl.gz", "jsonl.zst"):
+    if fields.chat is not None:  # chat records: the chat package maps them to `messages`
+        from curate.chat.reader import read_chat_jsonl
+
+        _check_unchanged(part)
+        yield from read_chat_jsonl(part, fields, fields.chat, sink, batch_bytes)
+    elif fmt in ("jsonl", "jsonl.gz", "jsonl.zst"):
         _check_unchanged(part)
         yield from read_jsonl(part, fields, sink, batch_bytes, use_threads)
     elif fmt in ("parquet", "arrow", "hf_disk"):

@@ -1,0 +1,155 @@
+"""Reading JSONL partitions of chat records into batches of `id`, `messages` and kept fields.
+
+Each line is parsed with `json.loads` (C) and mapped by `shapes.to_messages`; a line
+that is not JSON, not an object, or not a possible conversation is quarantined with
+its file, line and reason. Partitions are byte ranges starting at line starts (plain
+files) or whole compressed files, exactly as for text JSONL, so ids derived from line
+numbers (`file:line`) are the same as the text reader's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from curate.chat.shapes import Messages, to_messages
+from curate.chat.spec import ChatInput, messages_type
+from curate.errors import CurateError
+from curate.io.batches import FieldSpec, ReadChunk
+from curate.io.compressed import StreamBroken, decompressed
+from curate.io.partitions import Partition
+from curate.io.records import ErrorSink
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def messages_array(conversations: list[Messages]) -> pa.Array:
+    """A list<struct<role, content>> array built from flat columns, not per-message dicts."""
+    lengths = np.fromiter(map(len, conversations), np.int32, len(conversations))
+    offsets = np.zeros(len(conversations) + 1, np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    roles = pa.array([r for conv in conversations for r, _ in conv], pa.string())
+    contents = pa.array([c for conv in conversations for _, c in conv], pa.string())
+    structs = pa.StructArray.from_arrays([roles, contents], ["role", "content"])
+    return pa.ListArray.from_arrays(pa.array(offsets), structs, type=messages_type())
+
+
+def read_chat_jsonl(
+    part: Partition, fields: FieldSpec, chat: ChatInput, sink: ErrorSink, batch_bytes: int
+) -> Iterator[ReadChunk]:
+    if part.input.format not in ("jsonl", "jsonl.gz", "jsonl.zst"):
+        raise CurateError(
+            f"{part.input.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)"
+        )
+    schema = chat.batch_schema(fields.keep_fields)
+    rows: list[tuple[int, dict[str, Any], Messages, int]] = []
+    size = 0
+    try:
+        for number, raw in _lines(part, sink):
+            found = _record(raw, fields, chat)
+            if isinstance(found, str):
+                sink.bad(number, found, len(raw))
+                continue
+            rows.append((number, found[0], found[1], len(raw)))
+            size += len(raw)
+            if size >= batch_bytes:
+                yield ReadChunk(_batch(rows, part, fields, schema, sink), sink.take())
+                rows, size = [], 0
+    except OSError as exc:
+        raise CurateError(f"{part.input.name} cannot be read: {exc.strerror or exc}") from None
+    batch = _batch(rows, part, fields, schema, sink)
+    quarantined = sink.take()
+    if batch.num_rows or quarantined:
+        yield ReadChunk(batch, quarantined)
+
+
+def _record(
+    raw: bytes, fields: FieldSpec, chat: ChatInput
+) -> str | tuple[dict[str, Any], Messages]:
+    try:
+        record = json.loads(raw)
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start} of the line"
+    except json.JSONDecodeError as exc:
+        return f"malformed JSON at column {exc.colno}: {exc.msg}"
+    except RecursionError:
+        return "malformed JSON: nested too deeply"
+    if not isinstance(record, dict):
+        return "line is not a JSON object"
+    if fields.id_field is not None:
+        value = record.get(fields.id_field)
+        if not isinstance(value, str) and not (isinstance(value, int) and value is not True
+                                               and value is not False):  # fmt: skip
+            return f"id field {fields.id_field!r} is missing or not a string or integer"
+    messages = to_messages(record, chat)
+    return messages if isinstance(messages, str) else (record, messages)
+
+
+def _batch(
+    rows: list[tuple[int, dict[str, Any], Messages, int]],
+    part: Partition,
+    fields: FieldSpec,
+    schema: pa.Schema,
+    sink: ErrorSink,
+) -> pa.RecordBatch:
+    kept = list(rows)
+    columns: dict[str, list[Any]] = {}
+    for name, dtype in fields.keep_fields.items():
+        good = []
+        for number, record, _, nbytes in kept:
+            try:
+                pa.scalar(record.get(name), dtype)
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
+                sink.bad(number, f"field {name!r} cannot be read as {dtype}", nbytes)
+                continue
+            good.append((number, record, _, nbytes))
+        kept = good
+    for name in fields.keep_fields:
+        columns[name] = [record.get(name) for _, record, _, _ in kept]
+    if fields.id_field is None:
+        ids = [f"{part.input.name}:{number}" for number, _, _, _ in kept]
+    else:
+        ids = [str(record[fields.id_field]) for _, record, _, _ in kept]
+    arrays = [pa.array(ids, pa.string()), messages_array([m for _, _, m, _ in kept])]
+    arrays += [pa.array(columns[n], t) for n, t in fields.keep_fields.items()]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _lines(part: Partition, sink: ErrorSink) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) for the non-blank lines this partition owns."""
+    number = part.first_line if part.input.format == "jsonl" else 1
+    for raw in _raw_lines(part, sink):
+        if number == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM) :]
+        if raw.strip():
+            yield number, raw
+        number += 1
+
+
+def _raw_lines(part: Partition, sink: ErrorSink) -> Iterator[bytes]:
+    if part.input.format == "jsonl":
+        with open(part.input.path, "rb") as f:
+            f.seek(part.start)
+            pos = part.start
+            while pos < part.stop:
+                line = f.readline()
+                if not line:
+                    return
+                pos += len(line)
+                yield line
+        return
+    rest = b""
+    try:
+        for piece in decompressed(part.input.path, part.input.format):
+            lines = (rest + piece).split(b"\n")
+            rest = lines.pop()
+            yield from (line + b"\n" for line in lines)
+    except StreamBroken as broken:
+        sink.bad(None, broken.reason, len(rest) or broken.lost_bytes)
+        return
+    if rest:
+        yield rest

@@ -1,0 +1,107 @@
+"""One chat or instruction record, in any of the accepted shapes, as a list of messages.
+
+A record with an impossible structure gets a reason and is quarantined; nothing is
+repaired (no role guessed, no empty turn dropped, no system message merged), because
+a silently fixed conversation trains a different model than the one its owner meant.
+Reasons name positions and roles, never content.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from curate.chat.spec import ROLES, ChatInput
+
+Messages = list[tuple[str, str]]
+
+SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "system": "system", "tool": "tool"}
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    return {bool: "a boolean", int: "a number", float: "a number", str: "a string",
+            list: "an array", dict: "an object"}.get(type(value), type(value).__name__)  # fmt: skip
+
+
+def shape_of(record: dict[str, Any], spec: ChatInput) -> str | None:
+    if spec.shape != "auto":
+        return spec.shape
+    if spec.field is not None and spec.field in record:
+        return "messages"
+    for key, shape in (("messages", "messages"), ("conversations", "sharegpt")):
+        if key in record:
+            return shape
+    return "alpaca" if "instruction" in record else None
+
+
+def to_messages(record: dict[str, Any], spec: ChatInput) -> Messages | str:
+    """The record's messages, or why it cannot be a conversation."""
+    shape = shape_of(record, spec)
+    if shape is None:
+        return "chat: no messages, conversations or instruction field"
+    if shape == "alpaca":
+        found = _alpaca(record, spec)
+    else:
+        sharegpt = shape == "sharegpt"
+        default = "conversations" if sharegpt else "messages"
+        keys = ("from", "value") if sharegpt else ("role", "content")
+        found = _turns(record, spec.field or default, keys, sharegpt, spec)
+    return found if isinstance(found, str) else check(found)
+
+
+def _turns(
+    record: dict[str, Any], field: str, keys: tuple[str, str], sharegpt: bool, spec: ChatInput
+) -> Messages | str:
+    turns = record.get(field)
+    if not isinstance(turns, list):
+        return f"chat: {field!r} is {_kind(turns)}, not an array of messages"
+    out: Messages = []
+    role_key, content_key = keys
+    for i, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            return f"chat: message {i} is {_kind(turn)}, not an object"
+        role, content = turn.get(role_key), turn.get(content_key)
+        if not isinstance(role, str):
+            return f"chat: message {i} {role_key!r} is {_kind(role)}, not a string"
+        mapped = spec.roles.get(role) or (SHAREGPT_ROLES.get(role) if sharegpt else None) or role
+        if mapped not in ROLES:
+            return f"chat: unknown role {role[:40]!r} in message {i}"
+        if not isinstance(content, str):
+            return f"chat: message {i} {content_key!r} is {_kind(content)}, not a string"
+        out.append((mapped, content))
+    return out
+
+
+def _alpaca(record: dict[str, Any], spec: ChatInput) -> Messages | str:
+    values = {}
+    for key, required in (("system", False), ("instruction", True), ("input", False),
+                          ("output", True)):  # fmt: skip
+        value = record.get(key)
+        if value is None and not required:
+            value = ""
+        if not isinstance(value, str):
+            return f"chat: alpaca {key!r} is {_kind(value)}, not a string"
+        values[key] = value
+    user = values["instruction"]
+    if values["input"]:
+        user = user + spec.alpaca_join + values["input"]
+    out: Messages = [("system", values["system"])] if values["system"] else []
+    return [*out, ("user", user), ("assistant", values["output"])]
+
+
+def check(messages: Messages) -> Messages | str:
+    """The structure every chat template can render, or the first reason it is not."""
+    if not messages:
+        return "chat: no messages"
+    systems = [i for i, (role, _) in enumerate(messages) if role == "system"]
+    if len(systems) > 1:
+        return f"chat: {len(systems)} system messages"
+    if systems and systems[0] != 0:
+        return f"chat: system message at position {systems[0]}, not first"
+    for i, (role, content) in enumerate(messages):
+        if not content.strip():
+            return f"chat: empty content in message {i} ({role})"
+    if not any(role == "assistant" for role, _ in messages):
+        return "chat: no assistant turn"
+    return messages
