@@ -68,6 +68,13 @@ class Analysis:
         except ImportError:
             raise CurateError("the pii stage needs Presidio: pip install 'curate[pii]'") from None
 
+        with quiet.building():
+            self._build(config, AnalyzerEngine, RecognizerRegistry, NlpEngineProvider)
+        self.gates: dict[str, dict[str, list[Callable[[str], bool]] | None]] = {}
+        if config.fast:
+            self._speed_up()
+
+    def _build(self, config: AnalyzerConfig, engine: Any, registry_cls: Any, provider: Any) -> None:
         self.config = config
         langs = list(config.languages)
         if config.spacy_model is None:
@@ -80,12 +87,12 @@ class Analysis:
                 "nlp_engine_name": "spacy",
                 "models": [{"lang_code": lang, "model_name": config.spacy_model} for lang in langs],
             }
-        nlp = NlpEngineProvider(nlp_configuration=nlp_conf).create_engine()
-        registry = RecognizerRegistry(supported_languages=langs)
+        nlp = provider(nlp_configuration=nlp_conf).create_engine()
+        registry = registry_cls(supported_languages=langs)
         registry.load_predefined_recognizers(languages=langs, nlp_engine=nlp)
         if config.spacy_model is not None:
             registry.add_nlp_recognizer(nlp_engine=nlp)
-        self.engine = AnalyzerEngine(registry=registry, nlp_engine=nlp, supported_languages=langs)
+        self.engine = engine(registry=registry, nlp_engine=nlp, supported_languages=langs)
         for lang in langs:
             missing = sorted(set(config.entities) - set(self.engine.get_supported_entities(lang)))
             if missing:
@@ -97,9 +104,6 @@ class Analysis:
                 raise CurateError(
                     f"pii: no recognizer for {', '.join(missing)} in language '{lang}'{hint}"
                 )
-        self.gates: dict[str, dict[str, list[Callable[[str], bool]] | None]] = {}
-        if config.fast:
-            self._speed_up()
 
     def _speed_up(self) -> None:
         from curate.pii.phone import share

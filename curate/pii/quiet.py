@@ -3,8 +3,9 @@
 Presidio logs what it is analysing in places: IbanRecognizer logs the text it failed to
 validate at ERROR, the context enhancer logs context words at DEBUG. A record from a
 Presidio logger emitted while a document is analysed is therefore dropped and counted;
-the stage reports the count, never the records. Records emitted while the analyzer is
-built (which recognizers loaded, which models) pass as usual.
+the stage reports the count, never the records. While the analyzer is built, only
+errors pass: Presidio warns once per recognizer of a language not configured, which is
+noise on every worker of every run.
 """
 
 from __future__ import annotations
@@ -38,6 +39,20 @@ def install() -> None:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
+
+
+@contextmanager
+def building() -> Iterator[None]:
+    """Only Presidio's errors reach the log while the analyzer is built."""
+    loggers = [logging.getLogger(name) for name in LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
 
 
 @contextmanager
