@@ -1,0 +1,135 @@
+"""From the partitions' completion records to the manifest's accounting.
+
+Pure functions: every count in a manifest is a sum over the records the workers left,
+so the same records always give the same manifest, whichever engine ran them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from curate.fingerprint import stage_software
+from curate.io.inputs import InputFile
+from curate.manifest import Counts, FileRecord, InputRecord, StageRecord
+from curate.stages.base import BarrierStage, Stage
+
+
+def count_documents(stages: list[Stage], records: list[list[dict[str, Any]]]) -> Counts:
+    first = records[0]
+    quarantined = sum(r["quarantined"] for r in first)
+    documents = sum(r["read"] for r in first)
+    written = sum(
+        s.get("documents", s["rows"]) for r in records[-1] for s in r["files"].get("shards", [])
+    )
+    removed: dict[str, dict[str, int]] = {}
+    for i, stage in enumerate(stages):
+        total: Counter[str] = Counter()
+        for pass_records in records:
+            for r in pass_records:
+                total.update(r["stages"].get(str(i), {}).get("removed", {}))
+        if total:
+            removed[f"{i}:{stage.name}"] = dict(sorted(total.items()))
+    return Counts(
+        read=documents + quarantined,
+        documents=documents,
+        written=written,
+        removed=removed,
+        removed_total=sum(sum(v.values()) for v in removed.values()),
+        quarantined=quarantined,
+        quarantined_bytes=sum(r.get("quarantined_bytes", 0) for r in first),
+    )
+
+
+def stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
+    software = stage_software(stages)
+    out = []
+    for i, stage in enumerate(stages):
+        agg: dict[str, Any] = {"docs_in": 0, "docs_out": 0, "changed": 0, "seconds": 0.0}
+        removed: Counter[str] = Counter()
+        counters: Counter[str] = Counter()
+        for pass_records in result.records:
+            for r in pass_records:
+                c = r["stages"].get(str(i))
+                if c is None:
+                    continue
+                for key in agg:
+                    agg[key] += c[key]
+                removed.update(c["removed"])
+                counters.update(c.get("counters", {}))
+        details = dict(stage.describe())
+        seconds = agg.pop("seconds")
+        if i in result.decisions:
+            details["decision"] = result.decisions[i]
+            seconds += result.decisions[i]["seconds"]
+        out.append(
+            StageRecord(
+                position=i,
+                name=stage.name,
+                kind="barrier" if isinstance(stage, BarrierStage) else "map",
+                params=stage.params.model_dump(mode="json"),
+                removed=dict(sorted(removed.items())),
+                counters=dict(sorted(counters.items())),
+                seconds=round(seconds, 4),
+                software=software[i],
+                details=details,
+                **agg,
+            )
+        )
+    return out
+
+
+def input_records(
+    files: list[InputFile],
+    hashes: list[str],
+    partitions: list[Any],
+    first_pass: list[dict[str, Any]],
+) -> list[InputRecord]:
+    docs: Counter[str] = Counter()
+    bad: Counter[str] = Counter()
+    parts: Counter[str] = Counter()
+    for part, record in zip(partitions, first_pass, strict=True):
+        docs[part.input.name] += record["read"]
+        bad[part.input.name] += record["quarantined"]
+        parts[part.input.name] += 1
+    return [
+        InputRecord(
+            name=f.name,
+            path=f.path,
+            format=f.format,
+            size=f.size,
+            mtime_ns=f.mtime_ns,
+            content_hash=digest,
+            documents=docs[f.name],
+            quarantined=bad[f.name],
+            partitions=parts[f.name],
+        )
+        for f, digest in zip(files, hashes, strict=True)
+    ]
+
+
+def parents(files: list[InputFile]) -> list[str]:
+    """Inputs that are themselves curate versions: `<dataset>/<version>@<fingerprint>`."""
+    found = []
+    for f in files:
+        manifest = Path(f.path) / "manifest.json"
+        if f.format == "hf_disk" and manifest.is_file():
+            m = json.loads(manifest.read_text())
+            found.append(f"{m['dataset']}/{m['version']}@{m['fingerprint']}")
+    return found
+
+
+def library_versions(stages: list[Stage]) -> dict[str, str]:
+    merged: dict[str, str] = {}
+    for stage in stages:
+        for key, value in stage.software().items():
+            merged.setdefault(key, value)
+    return merged
+
+
+def total_tokens(shards: list[FileRecord]) -> int | None:
+    """Total token ids written, when the shards hold tokens."""
+    counted = [s.tokens for s in shards if s.tokens is not None]
+    return sum(counted) if counted else None

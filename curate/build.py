@@ -1,0 +1,235 @@
+"""Building one version: check the disk, plan, run the engine, account, publish.
+
+A `Build` is made by `curate.run` once it holds the fingerprint's lock and knows no
+published version matches. It owns the staging folder for its duration; the version
+becomes visible only by the store's atomic publish at the very end.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from curate import accounting
+from curate.engines.job import Job, JobResult, ProgressFn
+from curate.errors import CurateError
+from curate.fingerprint import content_hash
+from curate.io.batches import FieldSpec
+from curate.io.hf_layout import write_hf_files
+from curate.io.inputs import InputFile
+from curate.io.packing import packing_for
+from curate.io.partitions import plan_partitions
+from curate.io.shards import write_table
+from curate.manifest import FileRecord, Manifest, reconcile
+from curate.phases import mark
+from curate.plan import check_columns, make_plan
+from curate.recipe import Recipe
+from curate.sizes import format_size
+from curate.software import host, versions
+from curate.stages.base import Stage
+from curate.store import Store, write_atomic
+from curate.version import Version
+
+log = logging.getLogger(__name__)
+
+# Arrow bytes per input byte, by format: compressed inputs expand when decoded.
+_EXPANSION = {"jsonl.gz": 4.0, "jsonl.zst": 5.0, "parquet": 3.0}
+
+
+def space_needed(recipe: Recipe, files: list[InputFile], store: Store, fp: str) -> int:
+    """Bytes a build may still need: staged data once per barrier plus the version itself.
+
+    An upper estimate (filters only shrink data); what a resumed run already staged counts
+    as done.
+    """
+    decoded = sum(f.size * _EXPANSION.get(f.format, 1.0) for f in files)
+    barriers = sum(1 for s in recipe.stages if hasattr(s.stage_class, "decide"))
+    staging = store.staging(fp)
+    done = (
+        sum(p.stat().st_size for p in staging.rglob("*") if p.is_file()) if staging.exists() else 0
+    )
+    return max(0, int(decoded * (barriers + 1) * 1.1) - done)
+
+
+def space_note(recipe: Recipe, files: list[InputFile], store: Store, fp: str) -> str:
+    need = format_size(space_needed(recipe, files, store, fp))
+    free = format_size(shutil.disk_usage(store.path).free)
+    return (
+        f"about {need} more is needed, {free} is free; free space (e.g. curate gc "
+        f"{store.root} --keep 1) and run again: completed partitions are kept"
+    )
+
+
+@dataclass
+class Build:
+    recipe: Recipe
+    files: list[InputFile]
+    stages: list[Stage]
+    fingerprint: str
+    store: Store
+    engine: Any
+    progress: ProgressFn
+    known_hashes: list[str] | None = None
+
+    def run(self) -> Version:
+        """Everything this build creates (staging, shards, side outputs, worker files) gets
+        the recipe's modes: the umask is process-wide, so it is set here and restored."""
+        out = self.recipe.output
+        umask = os.umask(0o777 & ~(int(out.dir_mode, 8) | int(out.file_mode, 8)))
+        try:
+            self._check_space()
+            return self._run()
+        finally:
+            os.umask(umask)
+
+    def _check_space(self) -> None:
+        if not self.recipe.output.check_space:
+            return
+        need = space_needed(self.recipe, self.files, self.store, self.fingerprint)
+        free = shutil.disk_usage(self.store.path).free
+        if need > free:
+            raise CurateError(
+                f"not enough space in {self.store.path}: this run needs about "
+                f"{format_size(need)}, {format_size(free)} is free "
+                "(set output.check_space: false to try anyway)"
+            )
+
+    def _run(self) -> Version:
+        started, t0 = datetime.now(UTC), time.perf_counter()
+        self.engine.start()  # workers boot while we plan, before any thread of ours exists
+        hashing = ThreadPoolExecutor(1, thread_name_prefix="curate-hash")
+        hashes = hashing.submit(
+            lambda: self.known_hashes or [content_hash(Path(f.path)) for f in self.files]
+        )
+        try:
+            job = self._job()
+            log.info("building %s: %d partitions, fingerprint %s", self.recipe.name,
+                     len(job.partitions), self.fingerprint[:12])  # fmt: skip
+            t_setup = time.perf_counter()
+            result = self.engine.run(job, self.progress)
+            timings = {
+                "setup": round(t_setup - t0, 4),
+                **result.timings,
+                "engine": round(time.perf_counter() - t_setup, 4),
+            }
+            return self._publish(job, result, hashes, started, t0, timings)
+        finally:
+            self.engine.close()
+            hashing.shutdown(cancel_futures=True)
+
+    def _job(self) -> Job:
+        r = self.recipe
+        fields = FieldSpec(r.text_field, r.id_field, r.keep_fields())
+        segments = make_plan(self.stages)
+        position = {id(s): i for i, s in enumerate(self.stages)}
+        staging = self.store.staging(self.fingerprint)
+        staging.mkdir(exist_ok=True)
+        return Job(
+            staging=staging,
+            segments=segments,
+            positions=[[position[id(m)] for m in seg.maps] for seg in segments],
+            barrier_positions=[position[id(s.barrier)] if s.barrier else -1 for s in segments],
+            partitions=plan_partitions(self.files, r.partition_size),
+            fields=fields,
+            on_error=r.on_error,
+            final_schema=check_columns(self.stages, fields.schema()),
+            shard_bytes=r.output.shard_size,
+            fsync=r.output.fsync,
+            file_mode=int(r.output.file_mode, 8),
+            write_rejected=r.output.rejected,
+            batch_bytes=r.batch_size,
+            packing=packing_for(self.stages),
+        )
+
+    def _publish(
+        self,
+        job: Job,
+        result: JobResult,
+        hashes: Future[list[str]],
+        started: datetime,
+        t0: float,
+        timings: dict[str, float],
+    ) -> Version:
+        r, stages = self.recipe, self.stages
+        out = job.staging / "out"
+        (out / "shards").mkdir(parents=True, exist_ok=True)
+        shards = [
+            FileRecord(**(s | {"path": s["path"].removeprefix("out/")}))
+            for rec in result.records[-1]
+            for s in rec["files"]["shards"]
+        ]
+        if not shards:  # every document removed: one empty shard keeps the version readable
+            shards = [_empty_shard(out, job.final_schema)]
+        side = _collect_side_outputs(result.records, job.staging, out, r.output.rejected)
+        counts = accounting.count_documents(stages, result.records)
+        reconcile(counts)
+        mark("publish")
+        with self.store.publishing() as version:
+            manifest = Manifest(
+                dataset=r.name,
+                version=version,
+                fingerprint=self.fingerprint,
+                parents=accounting.parents(self.files),
+                recipe=r.resolved(),
+                recipe_path=r.source,
+                inputs=accounting.input_records(
+                    self.files, hashes.result(), job.partitions, result.records[0]
+                ),
+                stages=accounting.stage_records(stages, result),
+                schema_=[{"name": f.name, "type": str(f.type)} for f in job.final_schema],
+                shards=shards,
+                rejected=side["rejected"],
+                quarantine=side["quarantine"],
+                counts=counts,
+                tokens=accounting.total_tokens(shards),
+                software=versions(accounting.library_versions(stages)),
+                host=host(),
+                engine={"kind": self.engine.kind, "workers": getattr(self.engine, "workers", None)},
+                timings={**timings, "total": round(time.perf_counter() - t0, 4)},
+                started=started.isoformat(),
+                finished=datetime.now(UTC).isoformat(),
+            )
+            write_hf_files(out, [s.path for s in shards], self.fingerprint)
+            write_atomic(
+                out / "manifest.json",
+                manifest.model_dump_json(indent=2, by_alias=True) + "\n",
+                mode=int(r.output.file_mode, 8),
+                fsync=r.output.fsync,
+            )
+            path = self.store.publish(out, version, self.fingerprint, fsync=r.output.fsync)
+        shutil.rmtree(job.staging, ignore_errors=True)
+        log.info("published %s", path)
+        return Version(path).hold()
+
+
+def _empty_shard(out: Path, schema: pa.Schema) -> FileRecord:
+    path = out / "shards" / "part-00000-00000.arrow"
+    return FileRecord(**write_table(path, schema.empty_table(), relative_to=out).to_dict())
+
+
+def _collect_side_outputs(
+    records: list[list[dict[str, Any]]], staging: Path, out: Path, rejected: bool
+) -> dict[str, list[FileRecord]]:
+    """Move each pass's rejected and quarantine files into the version, in a stable order."""
+    side: dict[str, list[FileRecord]] = {"rejected": [], "quarantine": []}
+    for k, pass_records in enumerate(records):
+        for record in pass_records:
+            for key in ("rejected", "quarantine"):
+                if key == "rejected" and not rejected:
+                    continue
+                for info in record["files"][key]:
+                    name = f"pass{k}-{Path(info['path']).name.split('-', 1)[1]}"
+                    target = out / key / name
+                    target.parent.mkdir(exist_ok=True)
+                    os.replace(staging / info["path"], target)
+                    side[key].append(FileRecord(**(info | {"path": f"{key}/{name}"})))
+    return side
