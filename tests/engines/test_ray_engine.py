@@ -60,16 +60,24 @@ def comparable(manifest: dict[str, Any]) -> dict[str, Any]:
 
 
 def sample_recipe(folder: Path, kind: str) -> Path:
-    """recipes/sample.yaml as it is today, on more partitions, plus packed tokens if it has none."""
+    """recipes/sample.yaml as it is today, on more partitions, and packed if it tokenizes.
+
+    It is copied beside a link to sample_data/, so its relative paths resolve as they do
+    in the repository.
+    """
+    if not (folder / "sample_data").exists():
+        (folder / "sample_data").symlink_to(REPO / "sample_data", target_is_directory=True)
     recipe = yaml.safe_load((REPO / "recipes" / "sample.yaml").read_text())
-    recipe["inputs"] = [os.path.normpath(REPO / "recipes" / i) for i in recipe["inputs"]]
     recipe["partition_size"] = "32KB"
-    recipe["output"].update(root=str(folder / f"out-{kind}"), fsync=False)
+    recipe["output"].update(root=f"../out-{kind}", fsync=False)
     recipe["engine"] = {"kind": kind, "workers": 2}
-    if not any("tokenize" in s for s in recipe["stages"]):
-        tokenizer = str(REPO / "sample_data" / "tokenizer")
-        recipe["stages"].append({"tokenize": {"source": tokenizer, "pack": {"seq_len": 256}}})
-    path = folder / f"{kind}.yaml"
+    tokenize = [s["tokenize"] for s in recipe["stages"] if "tokenize" in s]
+    if tokenize:  # packing runs in the shard writer: cover it too
+        tokenize[0]["pack"] = {"seq_len": 256}
+    else:
+        recipe["stages"].append({"tokenize": {"source": "../sample_data/tokenizer"}})
+    path = folder / "recipes" / f"{kind}.yaml"
+    path.parent.mkdir(exist_ok=True)
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     return path
 
