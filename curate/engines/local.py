@@ -8,6 +8,7 @@ interrupted run of the same fingerprint) is not run again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import threading
@@ -40,6 +41,13 @@ def _warm() -> int:
     return 0
 
 
+def _import_pandas_once() -> None:
+    """pyarrow imports pandas on the first `pa.array(...)` of a process (0.3 s or more).
+    Importing it here, before the workers fork, pays that once instead of once per worker."""
+    with contextlib.suppress(ImportError):
+        import pandas  # noqa: F401
+
+
 def _import_collective() -> None:
     import curate.engines.local_collective  # noqa: F401
 
@@ -62,6 +70,7 @@ class LocalEngine:
         """
         if self.workers == 1 or self._pool is not None:
             return
+        _import_pandas_once()
         ctx: BaseContext
         if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
             ctx = multiprocessing.get_context("fork")
