@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "minhash_dedup": "curate.stages.minhash_dedup:MinHashDedup",
     "tokenize": "curate.stages.tokenize:Tokenize",
     "pii": "curate.stages.pii:Pii",
+    "chat_template": "curate.stages.chat_template:ChatTemplate",
 }
 
 

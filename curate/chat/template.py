@@ -1,0 +1,197 @@
+"""The base model's chat template: found, compiled in a sandbox, rendered as Hugging Face does.
+
+Templates are code from a model repository, so they run in Jinja's
+`ImmutableSandboxedEnvironment`: no attribute access to Python internals, no mutation
+of the messages. The environment is the one `transformers`' `apply_chat_template`
+builds (`trim_blocks`, `lstrip_blocks`, loop controls, the `{% generation %}` tag,
+`tojson` without ASCII escaping, `raise_exception`), and templates are called with
+the same variables (`messages`, `tools`, `documents`, `add_generation_prompt`, and the
+tokenizer's special tokens by name), so the rendered text is the text a model was
+trained and is served with. `strftime_now` returns a date fixed by the recipe, not
+the clock, so the same recipe renders the same text every day.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from curate.errors import CurateError
+from curate.tokenizers.encoders import read_config, token_content
+from curate.tokenizers.source import TokenizerSource
+
+SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
+                "mask_token")  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TemplateText:
+    text: str
+    origin: str  # the file it came from, and which named template
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def has_generation_tags(self) -> bool:
+        return "{% generation %}" in self.text or "{%- generation %}" in self.text
+
+
+def _from_config(path: Path, name: str) -> TemplateText | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise CurateError(f"{path}: cannot be read as JSON: {exc}") from None
+    found = data.get("chat_template") if isinstance(data, dict) else None
+    if isinstance(found, list):  # named templates: [{name, template}]
+        named = {t.get("name"): t.get("template") for t in found if isinstance(t, dict)}
+        found = named.get(name)
+        if found is None:
+            raise CurateError(
+                f"{path}: no chat template named {name!r} (has {sorted(map(str, named))})"
+            )
+    return TemplateText(found, f"{path}#{name}") if isinstance(found, str) else None
+
+
+def find_template(named: str | None, base_dir: str, source: TokenizerSource,
+                  name: str = "default") -> TemplateText:  # fmt: skip
+    """The recipe's template (a .jinja file, a tokenizer_config.json, or a folder), else the
+    tokenizer's: `chat_template.jinja` beside it, then its tokenizer_config.json."""
+    if named is not None:
+        path = Path(base_dir, named)
+        if path.is_dir():
+            candidates = [path / "chat_template.jinja", path / "tokenizer_config.json"]
+        else:
+            candidates = [path]
+    else:
+        folder = source.main.parent
+        candidates = [folder / "chat_template.jinja"]
+        candidates += [source.config] if source.config else [folder / "tokenizer_config.json"]
+    for path in candidates:
+        if not path.is_file():
+            continue
+        if path.suffix == ".json":
+            found = _from_config(path, name)
+            if found is not None:
+                return found
+            continue
+        return TemplateText(path.read_text(encoding="utf-8"), str(path))
+    raise CurateError(
+        f"no chat template found (looked in {', '.join(str(c) for c in candidates)}); "
+        "name one with chat_template.template: a .jinja file or a tokenizer_config.json"
+    )
+
+
+def special_tokens_map(source: TokenizerSource) -> dict[str, Any]:
+    """What `transformers` passes a template as `bos_token`, `eos_token`, ... (strings)."""
+    cfg = read_config(source)
+    out: dict[str, Any] = {}
+    for key in SPECIAL_KEYS:
+        value = token_content(cfg.get(key))
+        if value is not None:
+            out[key] = value
+    extra = cfg.get("additional_special_tokens")
+    if isinstance(extra, list):
+        out["additional_special_tokens"] = [t for t in map(token_content, extra) if t]
+    return out
+
+
+class Renderer:
+    """A compiled template; `render` returns the text and the `{% generation %}` spans."""
+
+    def __init__(self, template: TemplateText, now: datetime, variables: dict[str, Any]) -> None:
+        import jinja2
+        import jinja2.ext
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+        def raise_exception(message: str) -> None:
+            raise jinja2.exceptions.TemplateError(message)
+
+        def tojson(x: Any, ensure_ascii: bool = False, indent: Any = None,
+                   separators: Any = None, sort_keys: bool = False) -> str:  # fmt: skip
+            return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent,
+                              separators=separators, sort_keys=sort_keys)  # fmt: skip
+
+        env = ImmutableSandboxedEnvironment(
+            trim_blocks=True,
+            lstrip_blocks=True,
+            extensions=[_tracker_extension(), jinja2.ext.loopcontrols],
+        )
+        env.filters["tojson"] = tojson
+        env.globals["raise_exception"] = raise_exception
+        env.globals["strftime_now"] = now.strftime
+        self.env = env
+        self.compiled = env.from_string(template.text)
+        self.variables = variables
+
+    def render(
+        self, messages: list[dict[str, str]], add_generation_prompt: bool = False
+    ) -> tuple[str, list[tuple[int, int]]]:
+        blocks: list[str] = []
+        spans: list[tuple[int, int]] = []
+        with self.env.activate_tracker(blocks, spans):  # type: ignore[attr-defined]
+            for block in self.compiled.generate(
+                messages=messages,
+                tools=None,
+                documents=None,
+                add_generation_prompt=add_generation_prompt,
+                **self.variables,
+            ):
+                blocks.append(block)
+        return "".join(blocks), spans
+
+
+_TRACKER: Any = None
+
+
+def _tracker_extension() -> Any:
+    """The `{% generation %}` tag as `transformers` defines it: the character spans its
+    blocks produce, in the order they are rendered."""
+    global _TRACKER
+    if _TRACKER is not None:
+        return _TRACKER
+    import jinja2
+    from jinja2.ext import Extension
+
+    class AssistantTracker(Extension):
+        tags = {"generation"}
+
+        def __init__(self, environment: Any) -> None:
+            super().__init__(environment)
+            environment.extend(activate_tracker=self.activate_tracker)
+            self._blocks: list[str] | None = None
+            self._spans: list[tuple[int, int]] | None = None
+
+        def parse(self, parser: Any) -> Any:
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+            call = self.call_method("_generation_support")
+            return jinja2.nodes.CallBlock(call, [], [], body).set_lineno(lineno)
+
+        @jinja2.pass_eval_context
+        def _generation_support(self, context: Any, caller: Any) -> str:
+            rendered: str = caller()
+            if self._blocks is not None and self._spans is not None:
+                start = len("".join(self._blocks))
+                self._spans.append((start, start + len(rendered)))
+            return rendered
+
+        @contextmanager
+        def activate_tracker(
+            self, blocks: list[str], spans: list[tuple[int, int]]
+        ) -> Iterator[None]:
+            self._blocks, self._spans = blocks, spans
+            try:
+                yield
+            finally:
+                self._blocks, self._spans = None, None
+
+    _TRACKER = AssistantTracker
+    return _TRACKER

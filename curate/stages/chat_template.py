@@ -1,0 +1,266 @@
+"""Conversations through the base model's own chat template, into ids and a loss mask.
+
+A map stage over the `messages` column (see `curate.chat`): each conversation is
+rendered by the model's Jinja chat template in a sandbox, exactly as `transformers`'
+`apply_chat_template` renders it, and the text is tokenized as `apply_chat_template(
+tokenize=True)` does (the model's tokenizer.json, special-token strings parsed, no
+special tokens added). The assistant's tokens are found from the template's
+`{% generation %}` blocks or, without them, by rendering prefixes (`curate.chat.mask`);
+the stage writes `labels` (-100 everywhere else) or a 0/1 `loss_mask`, and `num_tokens`.
+
+Conversations longer than `max_len` are dropped or truncated, as the recipe says, and
+counted. A template error (a template's own `raise_exception`, such as roles that do not
+alternate) removes the conversation with the template's message as the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from importlib import metadata
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field
+
+from curate.chat.mask import NotPrefixStable, prefix_spans, token_mask
+from curate.chat.spec import MESSAGES
+from curate.chat.template import Renderer, TemplateText, find_template, special_tokens_map
+from curate.io.batches import ID
+from curate.io.packing import NUM_TOKENS, TOKENS
+from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
+from curate.stages.tokenize import id_type
+from curate.tokenizers.identity import file_digests
+from curate.tokenizers.source import TokenizerSource, resolve_source
+
+LABELS = "labels"
+LOSS_MASK = "loss_mask"
+IGNORE = -100
+
+
+class ChatTemplateParams(StageParams):
+    source: str = Field(
+        description="The model's tokenizer.json or its folder (or a hub id in the local HF "
+        "cache), relative to the recipe."
+    )
+    template: str | None = Field(
+        None,
+        description="A .jinja file, a tokenizer_config.json or a folder holding one; default: "
+        "the tokenizer's chat_template.jinja, then its tokenizer_config.json.",
+    )
+    template_name: str = Field("default", description="Which template, when a config has many.")
+    mask: Literal["labels", "loss_mask"] = Field(
+        "labels", description="labels: ids with -100 off the assistant; loss_mask: 0/1 column."
+    )
+    assistant: Literal["auto", "generation", "prefix"] = Field(
+        "auto",
+        description="How assistant tokens are found: the template's {% generation %} blocks, "
+        "or by rendering prefixes; auto: generation blocks when the template has them.",
+    )
+    max_len: int | None = Field(None, ge=2, description="Longest conversation in tokens.")
+    overlong: Literal["drop", "truncate"] = Field(
+        "drop", description="What happens to a conversation longer than max_len."
+    )
+    keep_messages: bool = Field(False, description="Keep the messages column beside the ids.")
+    now: str = Field(
+        "2026-01-01", description="The date templates see through strftime_now (fixed)."
+    )
+    variables: dict[str, str | int | float | bool] = Field(
+        default_factory=dict, description="Extra template variables (e.g. date_string)."
+    )
+
+
+class ChatTemplate(MapStage):
+    """input_ids and an assistant-only loss from the model's own chat template."""
+
+    name = "chat_template"
+    Params = ChatTemplateParams
+    reads = (MESSAGES,)
+    writes = (TOKENS, LABELS, NUM_TOKENS)
+
+    def __init__(self, params: StageParams, context: StageContext | None = None) -> None:
+        super().__init__(params, context)
+        self.p: ChatTemplateParams = params  # type: ignore[assignment]
+        self.base_dir = self.context.base_dir
+
+    def columns_read(self) -> tuple[str, ...]:
+        return (MESSAGES,)
+
+    # -- what the template and tokenizer are (cheap) ------------------------------------
+
+    @property
+    def source(self) -> TokenizerSource:
+        found: TokenizerSource | None = self.__dict__.get("_source")
+        if found is None:
+            found = resolve_source(self.p.source, self.base_dir, "tokenizer.json")
+            self.__dict__["_source"] = found
+        return found
+
+    @property
+    def template(self) -> TemplateText:
+        found: TemplateText | None = self.__dict__.get("_template")
+        if found is None:
+            found = find_template(self.p.template, self.base_dir, self.source,
+                                  self.p.template_name)  # fmt: skip
+            self.__dict__["_template"] = found
+        return found
+
+    def uses_generation_tags(self) -> bool:
+        if self.p.assistant == "auto":
+            return self.template.has_generation_tags
+        return self.p.assistant == "generation"
+
+    def software(self) -> dict[str, str]:
+        soft = {lib: _version(lib) for lib in ("jinja2", "tokenizers")}
+        soft.update({f"tokenizer_sha256:{k}": v for k, v in file_digests(self.source).items()})
+        soft["chat_template_sha256"] = self.template.sha256
+        return soft
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "chat_template": {
+                "origin": self.template.origin,
+                "sha256": self.template.sha256,
+                "assistant_tokens": "generation blocks" if self.uses_generation_tags()
+                else "prefix renderings",
+                "tokenizer": str(self.source.main),
+                "special_tokens_passed": sorted(special_tokens_map(self.source)),
+                "mask": self.p.mask,
+                "max_len": self.p.max_len,
+                "overlong": self.p.overlong,
+            }
+        }  # fmt: skip
+
+    # -- loaded once per worker ---------------------------------------------------------
+
+    def setup(self) -> None:
+        self._loaded()
+
+    def _loaded(self) -> tuple[Any, Renderer, list[str], re.Pattern[str] | None]:
+        found = self.__dict__.get("_loaded_objects")
+        if found is None:
+            import tokenizers
+
+            tok = tokenizers.Tokenizer.from_file(str(self.source.main))
+            tok.no_truncation()
+            tok.no_padding()
+            tok.encode_special_tokens = False  # as apply_chat_template: the template's tokens
+            specials = [t.content for t in tok.get_added_tokens_decoder().values() if t.special]
+            variables = {**special_tokens_map(self.source), **self.p.variables}
+            now = datetime.fromisoformat(self.p.now)
+            renderer = Renderer(self.template, now, variables)
+            pattern = re.compile("|".join(map(re.escape, specials))) if specials else None
+            found = (tok, renderer, specials, pattern)
+            self.__dict__["_loaded_objects"] = found
+        return found
+
+    def id_type(self) -> pa.DataType:
+        tok = self._loaded()[0]
+        return id_type(tok.get_vocab_size(with_added_tokens=True))
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        if not self.p.keep_messages and MESSAGES in schema.names:
+            schema = schema.remove(schema.get_field_index(MESSAGES))
+        schema = schema.append(pa.field(TOKENS, pa.list_(self.id_type())))
+        if self.p.mask == "labels":
+            schema = schema.append(pa.field(LABELS, pa.list_(pa.int32())))
+        else:
+            schema = schema.append(pa.field(LOSS_MASK, pa.list_(pa.uint8())))
+        return schema.append(pa.field(NUM_TOKENS, pa.int32()))
+
+    # -- the work ---------------------------------------------------------------------
+
+    def render(self, messages: list[dict[str, str]]) -> tuple[str, list[tuple[int, int]]]:
+        """The conversation's text and its assistant character spans (raises on failure)."""
+        _, renderer, specials, _ = self._loaded()
+        text, spans = renderer.render(messages, False)
+        if not self.uses_generation_tags():
+            spans = prefix_spans(messages, text, lambda m, g: renderer.render(m, g)[0], specials)
+        return text, spans
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        import jinja2
+
+        tok, _, _, pattern = self._loaded()
+        conversations = batch.column(MESSAGES).to_pylist()
+        texts, spans, rows, removed_rows, reasons = [], [], [], [], []
+        special_in_content = 0
+        for row, messages in enumerate(conversations):
+            if pattern is not None and any(pattern.search(m["content"]) for m in messages):
+                special_in_content += 1
+            try:
+                text, found = self.render(messages)
+            except jinja2.exceptions.TemplateError as exc:
+                removed_rows.append(row)
+                reasons.append(f"template_error: {str(exc)[:200]}")
+                continue
+            except NotPrefixStable as exc:
+                removed_rows.append(row)
+                reasons.append(f"template_not_prefix_stable: {exc}")
+                continue
+            texts.append(text)
+            spans.append(found)
+            rows.append(row)
+        encodings = tok.encode_batch(texts, add_special_tokens=False) if texts else []
+        ids_out, masks_out, kept = [], [], []
+        truncated = 0
+        for row, enc, found in zip(rows, encodings, spans, strict=True):
+            ids = np.asarray(enc.ids, dtype=np.int64)
+            offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+            mask = token_mask(offsets, found, len(ids))
+            if self.p.max_len is not None and len(ids) > self.p.max_len:
+                if self.p.overlong == "drop":
+                    removed_rows.append(row)
+                    reasons.append("too_long")
+                    continue
+                ids, mask = ids[: self.p.max_len], mask[: self.p.max_len]
+                truncated += 1
+            if not mask.any():
+                removed_rows.append(row)
+                reasons.append("no_assistant_tokens")
+                continue
+            ids_out.append(ids)
+            masks_out.append(mask)
+            kept.append(row)
+        out = self._columns(batch, kept, ids_out, masks_out)
+        removed = None
+        if removed_rows:
+            order = np.argsort(removed_rows, kind="stable")
+            gone = batch.column(ID).take(pa.array(np.asarray(removed_rows)[order]))
+            removed = rejected_table(self.name, gone, [reasons[i] for i in order])
+        counters = {"truncated": truncated, "content_has_special_token_text": special_in_content}
+        return StageResult(out, removed=removed, counters={k: v for k, v in counters.items() if v})
+
+    def _columns(
+        self, batch: pa.RecordBatch, kept: list[int], ids: list[np.ndarray],
+        masks: list[np.ndarray],
+    ) -> pa.RecordBatch:  # fmt: skip
+        batch = batch.take(pa.array(kept, pa.int64()))
+        if not self.p.keep_messages:
+            batch = batch.drop_columns([MESSAGES])
+        lengths = np.fromiter(map(len, ids), np.int64, len(ids))
+        offsets = np.zeros(len(ids) + 1, np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        flat = np.concatenate(ids) if ids else np.empty(0, np.int64)
+        flat_mask = np.concatenate(masks) if masks else np.empty(0, np.uint8)
+        id_t = self.id_type()
+        values = pa.array(flat.astype(id_t.to_pandas_dtype()), id_t)
+        batch = batch.append_column(
+            pa.field(TOKENS, pa.list_(id_t)), pa.ListArray.from_arrays(pa.array(offsets), values)
+        )
+        if self.p.mask == "labels":
+            labels = np.where(flat_mask.astype(bool), flat, IGNORE).astype(np.int32)
+            column, name = pa.ListArray.from_arrays(pa.array(offsets), pa.array(labels)), LABELS
+        else:
+            column = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat_mask, pa.uint8()))
+            name = LOSS_MASK
+        batch = batch.append_column(pa.field(name, column.type), column)
+        return batch.append_column(NUM_TOKENS, pa.array(lengths.astype(np.int32)))
+
+
+def _version(lib: str) -> str:
+    try:
+        return metadata.version(lib)
+    except metadata.PackageNotFoundError:
+        return "not installed"
