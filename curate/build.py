@@ -128,7 +128,7 @@ class Build:
 
     def _job(self) -> Job:
         r = self.recipe
-        fields = FieldSpec(r.text_field, r.id_field, r.keep_fields())
+        fields = FieldSpec(r.text_field, r.id_field, r.keep_fields(), chat=r.chat)
         segments = make_plan(self.stages)
         position = {id(s): i for i, s in enumerate(self.stages)}
         staging = self.store.staging(self.fingerprint)
