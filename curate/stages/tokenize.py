@@ -101,15 +101,16 @@ class Tokenize(MapStage):
     # -- the loaded tokenizer (once per process) --------------------------------------
 
     def setup(self) -> None:
-        self.encoder().warm()
+        self.encoder(warm=True).warm()
 
-    def encoder(self) -> Encoder:
+    def encoder(self, warm: bool = False) -> Encoder:
+        """The loaded tokenizer; `warm` where documents will be encoded (a worker)."""
         enc: Encoder | None = self.__dict__.get("_encoder")
         if enc is None:
             threads = self.p.threads or max(1, pa.cpu_count())
             enc = load_encoder(
                 self.source, threads=threads, pattern=self.p.pattern,
-                special_tokens=self.p.special_tokens,
+                special_tokens=self.p.special_tokens, warm=warm,
             )  # fmt: skip
             self.__dict__["_encoder"] = enc
             self.__dict__["_policy"] = resolve_policy(

@@ -92,9 +92,15 @@ def flatten(lists: list[list[int]], offset: int = 0) -> tuple[np.ndarray, np.nda
     return flat, lengths
 
 
-def load_encoder(source: TokenizerSource, *, threads: int = 1, pattern: str | None = None,
-                 special_tokens: dict[str, int] | None = None) -> Encoder:  # fmt: skip
-    """The fastest exact encoder for the source's family."""
+def load_encoder(
+    source: TokenizerSource,
+    *,
+    threads: int = 1,
+    pattern: str | None = None,
+    special_tokens: dict[str, int] | None = None,
+    warm: bool = False,
+) -> Encoder:
+    """The fastest exact encoder for the source's family (`warm`: ready to encode now)."""
     kind = source.kind
     if kind == "tokenizer.json":
         from curate.tokenizers.hf_json import HFJsonEncoder
@@ -107,7 +113,7 @@ def load_encoder(source: TokenizerSource, *, threads: int = 1, pattern: str | No
     from curate.tokenizers.tiktoken_bpe import TekkenEncoder, TiktokenEncoder
 
     if kind == "tekken":
-        return TekkenEncoder.load(source, threads)
+        return TekkenEncoder.load(source, threads, warm)
     return TiktokenEncoder.load(source, threads, pattern, special_tokens or {})
 
 

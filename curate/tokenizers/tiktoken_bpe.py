@@ -50,7 +50,8 @@ class _BPEEncoder(Encoder):
 @dataclass
 class TekkenEncoder(_BPEEncoder):
     @classmethod
-    def load(cls, source: TokenizerSource, threads: int) -> TekkenEncoder:
+    def load(cls, source: TokenizerSource, threads: int, warm: bool = False) -> TekkenEncoder:
+        """`warm`: also build the encoder now, from the same parse of the file (workers)."""
         import tiktoken
 
         data = json.loads(source.main.read_text(encoding="utf-8"))
@@ -65,6 +66,8 @@ class TekkenEncoder(_BPEEncoder):
             if listed is not None
             else dict(_TEKKEN_LEGACY_SPECIAL)
         )
+        inner = vocab_size - num_special
+        enc = _tekken_encoding(source, data, inner) if warm else None
         del data
         return cls(
             source=source,
@@ -75,20 +78,21 @@ class TekkenEncoder(_BPEEncoder):
             defaults=config_defaults(
                 source, ModelDefaults("<s>", "</s>", True, "tekken: Mistral models start with BOS")
             ),
-            _build=lambda: _tekken_encoding(source, vocab_size - num_special),
+            _build=lambda: _tekken_encoding(source, None, inner),
+            _enc=enc,
             offset=num_special,
         )
 
 
-def _tekken_encoding(source: TokenizerSource, inner: int) -> Any:
+def _tekken_encoding(source: TokenizerSource, data: Any, inner: int) -> Any:
     import tiktoken
 
-    data = json.loads(source.main.read_text(encoding="utf-8"))
+    if data is None:
+        data = json.loads(source.main.read_text(encoding="utf-8"))
     ranks = {base64.b64decode(t["token_bytes"]): int(t["rank"]) for t in data["vocab"][:inner]}
     if sorted(ranks.values()) != list(range(inner)):
         raise CurateError(f"tekken file {source.main}: ranks are not 0..{inner - 1}")
     pattern = data["config"]["pattern"]
-    del data
     return tiktoken.Encoding(
         name=source.main.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
     )
