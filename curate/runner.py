@@ -19,6 +19,7 @@ from curate.engines.job import ProgressFn, no_progress
 from curate.engines.tasks import DiskFull
 from curate.errors import CurateError
 from curate.fingerprint import cached_content_hashes, fingerprint
+from curate.io.batches import TEXT
 from curate.io.inputs import discover_inputs
 from curate.recipe import Recipe
 from curate.stages.base import Stage, StageContext
@@ -33,11 +34,11 @@ def _load(recipe: Recipe | str | os.PathLike[str]) -> Recipe:
 
 
 def build_stages(recipe: Recipe) -> list[Stage]:
-    context = StageContext
+    """The recipe's stages, each told its position. Readers put the recipe's `text_field`
+    into the `text` column, so that is the column stages read in a run."""
     return [
         spec.stage_class(
-            spec.params,
-            context(text_field=recipe.text_field, position=i, base_dir=str(recipe.base_dir)),
+            spec.params, StageContext(text_field=TEXT, position=i, base_dir=str(recipe.base_dir))
         )
         for i, spec in enumerate(recipe.stages)
     ]
