@@ -16,7 +16,9 @@ from curate.cli import main
 from curate.io import shards
 
 
-def test_refuses_to_start_when_the_disk_is_too_small(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refuses_to_start_when_the_disk_is_too_small(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     recipe = write_recipe(project)
     usage = shutil.disk_usage(project)
     monkeypatch.setattr(shutil, "disk_usage", lambda _p: usage._replace(free=1000))
@@ -27,9 +29,13 @@ def test_refuses_to_start_when_the_disk_is_too_small(project: Path, monkeypatch:
     assert not list((project / "out" / "t").glob("v*"))
 
 
-def test_disk_full_mid_run_stops_keeps_old_versions_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_mid_run_stops_keeps_old_versions_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(2000))
-    first = curate.run(write_recipe(tmp_path, output={"root": "out", "fsync": False, "shard_size": "16KB"}))
+    first = curate.run(
+        write_recipe(tmp_path, output={"root": "out", "fsync": False, "shard_size": "16KB"})
+    )
     recipe = write_recipe(
         tmp_path, stages=[{"normalize": {"form": "NFKC"}}, {"exact_dedup": {}}],
         output={"root": "out", "fsync": False, "shard_size": "16KB"},
@@ -47,7 +53,11 @@ def test_disk_full_mid_run_stops_keeps_old_versions_and_resumes(tmp_path: Path, 
     result = CliRunner().invoke(main, ["run", str(recipe)])
     assert result.exit_code == 2, result.stderr
     line = result.stderr.strip()
-    assert len(line.splitlines()) == 1 and "disk full while writing" in line and "more is needed" in line
+    assert (
+        len(line.splitlines()) == 1
+        and "disk full while writing" in line
+        and "more is needed" in line
+    )
     assert first.path.exists() and not (tmp_path / "out" / "t" / "v2").exists()
     assert list((tmp_path / "out" / "t").glob(".staging-*")), "staging kept for the resume"
 

@@ -20,10 +20,22 @@ def cli(*args: str) -> str:
 
 def test_log_and_diff(project: Path) -> None:
     v1 = curate.run(write_recipe(project))
-    v2 = curate.run(write_recipe(project, stages=[{"normalize": {}}, {"filter_length": {"min_words": 9}}, {"exact_dedup": {}}]))
+    v2 = curate.run(
+        write_recipe(
+            project,
+            stages=[{"normalize": {}}, {"filter_length": {"min_words": 9}}, {"exact_dedup": {}}],
+        )
+    )
     with open(project / "data" / "a.jsonl", "a") as f:
-        f.write(json.dumps({"id": "extra", "text": "one more document with enough words in it"}) + "\n")
-    v3 = curate.run(write_recipe(project, stages=[{"normalize": {}}, {"filter_length": {"min_words": 9}}, {"exact_dedup": {}}]))
+        f.write(
+            json.dumps({"id": "extra", "text": "one more document with enough words in it"}) + "\n"
+        )
+    v3 = curate.run(
+        write_recipe(
+            project,
+            stages=[{"normalize": {}}, {"filter_length": {"min_words": 9}}, {"exact_dedup": {}}],
+        )
+    )
 
     out = cli("log", str(project / "out"))
     lines = out.strip().splitlines()

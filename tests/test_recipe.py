@@ -97,7 +97,9 @@ def test_sample_recipe_is_valid() -> None:
     from conftest import REPO
 
     r = Recipe.load(REPO / "recipes" / "sample.yaml")
-    assert [s.name for s in r.stages][:1] == ["normalize"] and "exact_dedup" in [s.name for s in r.stages]
+    assert [s.name for s in r.stages][:1] == ["normalize"] and "exact_dedup" in [
+        s.name for s in r.stages
+    ]
 
 
 def test_duplicate_keys_are_errors(tmp_path: Path) -> None:

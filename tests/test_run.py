@@ -151,10 +151,21 @@ def test_readme_recipe_reference_is_current() -> None:
 
 
 def test_a_text_field_with_another_name(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "data" / "a.jsonl", [{"id": str(i), "content": f"doc {i % 3} here"} for i in range(6)])
-    recipe = write_recipe(tmp_path, text_field="content", stages=[{"normalize": {}}, {"filter_length": {"min_words": 1}}, {"exact_dedup": {}}])
-    code, out, err = cli("run", str(recipe))
+    write_jsonl(
+        tmp_path / "data" / "a.jsonl",
+        [{"id": str(i), "content": f"doc {i % 3} here"} for i in range(6)],
+    )
+    recipe = write_recipe(
+        tmp_path,
+        text_field="content",
+        stages=[{"normalize": {}}, {"filter_length": {"min_words": 1}}, {"exact_dedup": {}}],
+    )
+    code, _, err = cli("run", str(recipe))
     assert code == 0, err
     import curate
 
-    assert curate.open(tmp_path / "out" / "t").to_arrow().column("text").to_pylist() == ["doc 0 here", "doc 1 here", "doc 2 here"]
+    assert curate.open(tmp_path / "out" / "t").to_arrow().column("text").to_pylist() == [
+        "doc 0 here",
+        "doc 1 here",
+        "doc 2 here",
+    ]
