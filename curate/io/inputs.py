@@ -224,7 +224,9 @@ def _arrow_problem(path: str, head: bytes, tail: bytes) -> str | None:
 
 
 def _name(path: str, base: str) -> str:
-    rel = os.path.relpath(path, base)
-    if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+    """The path relative to the recipe's folder, `..` included: ids and messages then do not
+    depend on where a checkout lives. Only a path on another drive root stays absolute."""
+    try:
+        return Path(os.path.relpath(path, base)).as_posix()
+    except ValueError:
         return Path(path).as_posix()
-    return Path(rel).as_posix()
