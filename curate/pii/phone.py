@@ -25,6 +25,7 @@ fingerprint, and tests compare this recognizer with Presidio's on varied and fuz
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from phonenumbers.phonenumbermatcher import (
@@ -88,44 +89,11 @@ class _Scan:
 
 
 class _SharedMatcher(PhoneNumberMatcher):
-    def __init__(self, scan: _Scan, region: str, leniency: int, verdicts: dict[Key, Any]) -> None:
-        super().__init__(scan.text, region, leniency=leniency)
-        self._scan = scan
-        self._verdicts = verdicts
+    """A matcher used for its state (text, region, leniency, retry budget) and its
+    `_extract_match`; `SharedPhone.matches` does the iteration."""
 
-    def _find(self, index: int) -> PhoneNumberMatch | None:
-        # PhoneNumberMatcher._find, with the search served by the shared scan.
-        while self._max_tries > 0:
-            found = self._scan.next(index)
-            if found is None:
-                return None
-            start, candidate, key = found
-            if len(candidate) >= self._min_candidate_length:
-                match = self._verdict(candidate, start, key)
-                if match is not None:
-                    return match
-                self._max_tries -= 1
-            index = start + len(candidate)
-        return None
-
-    def _verdict(self, candidate: str, offset: int, key: Key) -> PhoneNumberMatch | None:
-        hit = self._verdicts.get(key)
-        if hit is not None and self._max_tries > hit[0]:
-            used, rel, raw, number = hit
-            self._max_tries -= used
-            return None if raw is None else PhoneNumberMatch(offset + rel, raw, number)
-        budget = self._max_tries
-        match = self._extract_match(candidate, offset)
-        if self._max_tries > 0:
-            if len(self._verdicts) >= _MEMO_LIMIT:
-                self._verdicts.clear()
-            used = budget - self._max_tries
-            self._verdicts[key] = (
-                (used, 0, None, None)
-                if match is None
-                else (used, match.start - offset, match.raw_string, match.number)
-            )
-        return match
+    def __init__(self, text: str, region: str, leniency: int) -> None:
+        super().__init__(text, region, leniency=leniency)
 
 
 class SharedPhone:
@@ -147,9 +115,46 @@ class SharedPhone:
         scan = _Scan(text)
         for region in r.supported_regions:
             verdicts = self.verdicts.setdefault((region, leniency), {})
-            for match in _SharedMatcher(scan, region, leniency, verdicts):
+            for match in self.matches(scan, _SharedMatcher(text, region, leniency), verdicts):
                 results.append(r._get_recognizer_result(match, text, region, nlp_artifacts))
         return EntityRecognizer.remove_duplicates(results)
+
+    @staticmethod
+    def matches(
+        scan: _Scan, m: _SharedMatcher, verdicts: dict[Key, Any]
+    ) -> Iterator[PhoneNumberMatch]:
+        """PhoneNumberMatcher's iteration (`has_next` and `_find`), one loop, verdicts reused."""
+        found = scan.found
+        index = 0
+        while m._max_tries > 0:
+            hit = found[index] if index in found else scan.next(index)
+            if hit is None:
+                return
+            start, candidate, key = hit
+            if len(candidate) >= m._min_candidate_length:
+                known = verdicts.get(key)
+                if known is not None and m._max_tries > known[0]:
+                    used, rel, raw, number = known
+                    m._max_tries -= used
+                    match = None if raw is None else PhoneNumberMatch(start + rel, raw, number)
+                else:
+                    budget = m._max_tries
+                    match = m._extract_match(candidate, start)
+                    if m._max_tries > 0:  # a verdict reached within budget: reusable
+                        if len(verdicts) >= _MEMO_LIMIT:
+                            verdicts.clear()
+                        verdicts[key] = (
+                            (budget - m._max_tries, 0, None, None)
+                            if match is None
+                            else (budget - m._max_tries, match.start - start, match.raw_string,
+                                  match.number)
+                        )  # fmt: skip
+                if match is not None:
+                    yield match
+                    index = match.end
+                    continue
+                m._max_tries -= 1
+            index = start + len(candidate)
 
 
 def share(recognizer: Any) -> SharedPhone | None:
