@@ -93,17 +93,20 @@ class Analysis:
         if config.spacy_model is not None:
             registry.add_nlp_recognizer(nlp_engine=nlp)
         self.engine = engine(registry=registry, nlp_engine=nlp, supported_languages=langs)
-        for lang in langs:
-            missing = sorted(set(config.entities) - set(self.engine.get_supported_entities(lang)))
-            if missing:
-                hint = (
-                    " (entities found by NER need a spaCy pipeline: set spacy_model)"
-                    if config.spacy_model is None
-                    else ""
-                )
-                raise CurateError(
-                    f"pii: no recognizer for {', '.join(missing)} in language '{lang}'{hint}"
-                )
+        self.supported = {
+            lang: [e for e in config.entities if e in self.engine.get_supported_entities(lang)]
+            for lang in langs
+        }
+        missing = sorted(set(config.entities) - {e for es in self.supported.values() for e in es})
+        if missing:
+            hint = (
+                " (entities found by NER need a spaCy pipeline: set spacy_model)"
+                if config.spacy_model is None
+                else ""
+            )
+            raise CurateError(
+                f"pii: no recognizer for {', '.join(missing)} in languages {', '.join(langs)}{hint}"
+            )
 
     def _speed_up(self) -> None:
         from curate.pii.phone import share
@@ -118,7 +121,7 @@ class Analysis:
                 checks_of[rec.id] = windowed.has_trigger if windowed is not None else None
         for lang in self.config.languages:
             gates: dict[str, list[Callable[[str], bool]] | None] = {}
-            for entity in self.config.entities:
+            for entity in self.supported[lang]:
                 recs = self.engine.registry.get_recognizers(language=lang, entities=[entity])
                 found = [checks_of.get(rec.id) for rec in recs]
                 checks = [c for c in found if c is not None]
@@ -130,9 +133,9 @@ class Analysis:
         """The entities worth asking for in this text: those some recognizer could find."""
         gates = self.gates.get(language)
         if gates is None:
-            return list(self.config.entities)
+            return list(self.supported[language])
         out = []
-        for entity in self.config.entities:
+        for entity in self.supported[language]:
             checks = gates[entity]
             if checks is None or any(check(text) for check in checks):
                 out.append(entity)

@@ -142,3 +142,11 @@ def test_stage_object_stays_small_and_picklable() -> None:
     assert len(blob) < 4000 and b"presidio" not in blob
     clone = pickle.loads(blob)
     assert run(clone, TEXT).changed == 1  # sets itself up where it lands
+
+
+def test_several_languages_each_with_its_recognizers() -> None:
+    s = stage(languages=["en", "es"], entities={"EMAIL_ADDRESS": "redact", "ES_NIF": "redact"})
+    out = run(s, "escribe a ana@example.es, NIF 12345678Z").batch.column("text")[0].as_py()
+    assert out == "escribe a <EMAIL_ADDRESS>, NIF <ES_NIF>"
+    with pytest.raises(CurateError, match="NO_SUCH_ENTITY"):
+        stage(entities={"NO_SUCH_ENTITY": "redact"})
