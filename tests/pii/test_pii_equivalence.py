@@ -60,9 +60,9 @@ def fuzzed(rng: random.Random, n: int) -> list[str]:
 
 def varied_texts() -> list[str]:
     rng = random.Random(11)
-    texts = [d.text for d in corpus(60, seed=12)] + fuzzed(rng, 500)
-    for path in sorted(REPO.glob("*.md")) + sorted((REPO / "curate" / "pii").glob("*.py")):
-        texts.append(path.read_text(encoding="utf-8")[:30000])
+    texts = [d.text for d in corpus(40, seed=12)] + fuzzed(rng, 300)
+    for path in [REPO / "README.md", REPO / "CHANGELOG.md", REPO / "curate" / "pii" / "phone.py"]:
+        texts.append(path.read_text(encoding="utf-8")[:20000])
     texts += ["", " ", "@", "::", "1.2", "a@b.c", "１２３４５６７８９０", "+1 (212) 555-0100 x12"]
     return texts
 
@@ -74,7 +74,7 @@ def test_fast_analysis_equals_plain_presidio(analyzers) -> None:
         want = [(s.start, s.end, s.entity, s.score) for s in plain.analyze(text)[0]]
         assert got == want, text
     # and again, now that the phone verdicts are remembered
-    for text in varied_texts()[:80]:
+    for text in varied_texts()[:40]:
         assert [vars(s) for s in fast.analyze(text)[0]] == [vars(s) for s in plain.analyze(text)[0]]
 
 
@@ -88,7 +88,7 @@ def test_stage_output_equals_presidio_analyze_then_anonymize(analyzers, monkeypa
                "CRYPTO": "redact"}  # fmt: skip
     stage = Pii(PiiParams(entities=actions, score_threshold=0.4), StageContext())
     stage.setup()
-    texts = [t for t in varied_texts() if t]
+    texts = [t for t in varied_texts()[::2] if t]
     batch = pa.RecordBatch.from_pylist([{"id": str(i), "text": t} for i, t in enumerate(texts)])
     out = stage.process(batch).batch.column("text").to_pylist()
 
