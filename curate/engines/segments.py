@@ -37,7 +37,7 @@ class SegmentWriter:
             self._data = ShardWriter(
                 self.folder, self.partition, batch.schema, 1 << 62,
                 prefix="data", fsync=self.fsync, relative_to=self.staging,
-                first_index=len(self.segments),
+                first_index=len(self.segments), checksum=False,
             )  # fmt: skip
             name = f"summary-{self.partition:05d}-{len(self.segments):05d}.arrow"
             self._summary_path = self.folder / name
