@@ -48,8 +48,22 @@ def _table(model: type[BaseModel], prefix: str = "") -> list[str]:
             rows.append(f"| `{prefix}{name}` | mapping | | see `{name}` below |")
             continue
         desc = (field.description or "").replace("|", "\\|")
+        nested = _optional_model(field.annotation)
+        if nested is not None:  # a block of its own settings, or null: one row per setting
+            on = "`None` (off)" if field.default is None else "on, as below"
+            rows.append(f"| `{prefix}{name}` | mapping or null | {on} | {desc} |")
+            rows += _table(nested, f"{prefix}{name}.")[2:]
+            continue
         rows.append(f"| `{prefix}{name}` | {kind} | {_default(field)} | {desc} |")
     return rows
+
+
+def _optional_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of a `Model | None` field, whose settings the table lists one by one."""
+    args = [a for a in getattr(annotation, "__args__", ()) if a is not type(None)]
+    if len(args) == 1 and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return args[0]
+    return None
 
 
 def render_reference() -> str:

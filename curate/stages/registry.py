@@ -21,6 +21,7 @@ BUILTIN: dict[str, str] = {
     "exact_dedup": "curate.stages.exact_dedup:ExactDedup",
     "minhash_dedup": "curate.stages.minhash_dedup:MinHashDedup",
     "tokenize": "curate.stages.tokenize:Tokenize",
+    "quality_filter": "curate.stages.quality_filter:QualityFilter",
     "pii": "curate.stages.pii:Pii",
     "chat_template": "curate.stages.chat_template:ChatTemplate",
 }

@@ -1,0 +1,149 @@
+"""The prose corpus the quality rule sets are compared on: real documents, mostly prose.
+
+Man pages and source code nearly all fail the published quality rules, so a corpus of
+them says little about agreement. This one is made of prose found on this machine:
+
+- ``readme``: the long descriptions (READMEs) in the METADATA of installed Python
+  packages, one per package name;
+- ``pydoc``: the Python language reference and library topics in ``pydoc_data``;
+- ``docstring``: module, class and function docstrings of the Python standard library
+  and of installed packages, with at least ``MIN_DOCSTRING_WORDS`` words;
+- ``doc``: README, NEWS and changelog files under /usr/share/doc (gzip-compressed or not).
+
+Documents are ordered by a hash of their id, so every prefix has the same mix, and
+written as JSONL ``{"id", "text", "source"}``. Nothing is chosen by the filters' own
+verdicts: sources are picked for being prose, and that is all.
+
+    python -m benchmarks.quality_corpus [--docs 12000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import email
+import gzip
+import hashlib
+import json
+import sys
+import sysconfig
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+WORK = Path(__file__).resolve().parent / "work" / "quality"
+MIN_DOCSTRING_WORDS = 30
+MAX_DOC_BYTES = 200_000
+
+
+def _site_packages() -> list[Path]:
+    found = {Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
+    found |= set(Path("/work").glob("*/lib/python3*/site-packages"))
+    found |= {Path("/usr/lib/python3/dist-packages")}
+    return sorted(p for p in found if p.is_dir())
+
+
+def readmes() -> Iterator[tuple[str, str]]:
+    seen: set[str] = set()
+    for site in _site_packages():
+        for meta in sorted(site.glob("*.dist-info/METADATA")):
+            try:
+                msg = email.message_from_string(meta.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError):
+                continue
+            name = (msg.get("Name") or meta.parent.name).lower()
+            body = msg.get_payload()
+            if name in seen or not isinstance(body, str) or not body.strip():
+                continue
+            seen.add(name)
+            yield f"readme:{name}", body
+
+
+def pydoc_topics() -> Iterator[tuple[str, str]]:
+    from pydoc_data.topics import topics
+
+    for key in sorted(topics):
+        yield f"pydoc:{key}", topics[key]
+
+
+def docstrings() -> Iterator[tuple[str, str]]:
+    stdlibs = {Path(sysconfig.get_paths()["stdlib"]).resolve()}
+    stdlibs |= {p.resolve() for p in Path("/usr/lib").glob("python3.*") if p.is_dir()}
+    roots = sorted(stdlibs) + _site_packages()
+    seen: set[str] = set()
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            inside = set(path.relative_to(root).parts)
+            if {"site-packages", "dist-packages", "test", "tests"} & inside:
+                continue
+            try:
+                tree = ast.parse(path.read_bytes())
+            except (SyntaxError, ValueError, OSError):
+                continue
+            nodes = [tree, *(n for n in ast.walk(tree) if isinstance(n, _DEFS))]
+            for node in nodes:
+                doc = ast.get_docstring(node, clean=True)  # type: ignore[arg-type]
+                if not doc or len(doc.split()) < MIN_DOCSTRING_WORDS or doc in seen:
+                    continue
+                seen.add(doc)
+                name = getattr(node, "name", "<module>")
+                line = getattr(node, "lineno", 0)
+                yield f"docstring:{path.relative_to(root)}:{name}:{line}", doc
+
+
+_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def doc_files() -> Iterator[tuple[str, str]]:
+    root = Path("/usr/share/doc")
+    for path in sorted(root.rglob("*")):
+        stem = path.name.lower()
+        if not stem.startswith(("readme", "news", "changelog")) or not path.is_file():
+            continue
+        if path.is_symlink():
+            continue
+        try:
+            data = path.read_bytes()
+            if path.suffix == ".gz":
+                data = gzip.decompress(data)
+            text = data.decode("utf-8")
+        except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError):
+            continue
+        if text.strip() and len(data) <= MAX_DOC_BYTES and "\0" not in text:
+            yield f"doc:{path.relative_to(root)}", text
+
+
+SOURCES = {"readme": readmes, "pydoc": pydoc_topics, "docstring": docstrings, "doc": doc_files}
+
+
+def build(docs: int) -> Path:
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = WORK / f"prose-{docs}.jsonl"
+    if out.exists():
+        return out
+    found: list[tuple[bytes, str, str, str]] = []
+    for source, fn in SOURCES.items():
+        for doc_id, text in fn():
+            if len(text.encode()) > MAX_DOC_BYTES:
+                continue
+            found.append((hashlib.sha1(doc_id.encode()).digest(), doc_id, text, source))
+    found.sort()
+    chosen = found[:docs]
+    if len(chosen) < docs:
+        raise SystemExit(f"only {len(chosen)} prose documents found; asked for {docs}")
+    with open(out, "w", encoding="utf-8") as f:
+        for _, doc_id, text, source in chosen:
+            f.write(json.dumps({"id": doc_id, "text": text, "source": source}) + "\n")
+    counts = Counter(source for *_, source in chosen)
+    print(f"wrote {out}: {len(chosen)} documents {dict(counts)} of {len(found)} found")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--docs", type=int, default=12000)
+    build(ap.parse_args().docs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""A batch of documents with its words, lines and paragraphs, each split once.
+
+Rules read these as flat, exploded columns: one row per word (or line), with the index
+of its document, so that every statistic is a grouped aggregation (numpy's bincount or
+a polars group-by) over the whole batch rather than a loop over documents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+import polars as pl
+import pyarrow as pa
+
+from curate.quality import patterns
+from curate.quality.words import WORD
+
+
+@dataclass
+class Pieces:
+    """Strings exploded out of each document (words, lines): `doc` says whose."""
+
+    values: pl.Series
+    doc: np.ndarray
+    counts: np.ndarray
+
+    @classmethod
+    def of(cls, lists: pl.Series, n_docs: int) -> Pieces:
+        counts = lists.list.len().fill_null(0).to_numpy().astype(np.int64)
+        arrow = lists.to_arrow()
+        if isinstance(arrow, pa.ChunkedArray):
+            arrow = arrow.combine_chunks()
+        values = pl.Series(arrow.flatten()) if len(arrow) else pl.Series([], dtype=pl.String)
+        doc = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
+        return cls(values, doc, counts)
+
+    @cached_property
+    def lengths(self) -> np.ndarray:
+        """Characters (code points) in each piece."""
+        return self.values.str.len_chars().to_numpy().astype(np.int64)
+
+    def per_doc(self, flags: np.ndarray | pl.Series, n_docs: int) -> np.ndarray:
+        """How many pieces of each document have the flag (or the sum of a weight)."""
+        w = flags.to_numpy() if isinstance(flags, pl.Series) else flags
+        return np.bincount(self.doc, weights=w.astype(np.float64), minlength=n_docs)
+
+    def first_occurrence(self) -> np.ndarray:
+        """True where a piece is the first of its value within its document."""
+        frame = pl.DataFrame({"d": self.doc, "v": self.values})
+        return frame.select(pl.struct("d", "v").is_first_distinct()).to_series().to_numpy()
+
+
+class DocBatch:
+    """Texts of one batch; words, lines and paragraphs are computed when first asked for."""
+
+    def __init__(self, texts: pl.Series | pa.Array | pa.ChunkedArray) -> None:
+        if not isinstance(texts, pl.Series):
+            texts = pl.Series(texts)
+        self.texts = texts.cast(pl.String).fill_null("")
+        self.n = len(self.texts)
+
+    @cached_property
+    def chars(self) -> np.ndarray:
+        return self.texts.str.len_chars().to_numpy().astype(np.int64)
+
+    @cached_property
+    def words(self) -> Pieces:
+        """Words as the English word splitter makes them (punctuation marks included)."""
+        return Pieces.of(self.texts.str.extract_all(WORD), self.n)
+
+    @cached_property
+    def unified(self) -> pl.Series:
+        """The texts with every `str.splitlines()` line break turned into "\\n"."""
+        return self.texts.str.replace_all(patterns.LINE_BREAK, "\n")
+
+    @cached_property
+    def line_count(self) -> np.ndarray:
+        """len(text.splitlines()): breaks, plus one when the text ends inside a line."""
+        breaks = self.texts.str.count_matches(patterns.LINE_BREAK).to_numpy()
+        tail = ~self.texts.str.contains(f"(?:{patterns.LINE_BREAK})$").to_numpy()
+        return (breaks + (tail & (self.chars > 0))).astype(np.int64)
+
+    @cached_property
+    def nonblank_lines(self) -> Pieces:
+        """Lines of `text.split("\\n")` that are not only whitespace, unstripped."""
+        lines = self.texts.str.extract_all(r"[^\n]*\S[^\n]*")
+        return Pieces.of(lines, self.n)
+
+    def count(self, literal: str) -> np.ndarray:
+        """Non-overlapping occurrences of a literal string, like `str.count`."""
+        import re
+
+        return self.texts.str.count_matches(re.escape(literal)).to_numpy().astype(np.int64)

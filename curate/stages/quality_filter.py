@@ -1,0 +1,104 @@
+"""Dropping documents by the published heuristic quality rules (Gopher, C4, FineWeb).
+
+Each rule set is a block of the recipe; `false` (or null) switches a whole set off, a
+rule's threshold set to null switches that rule off, and every default is the
+published value (see `curate.quality` and docs/quality-filters.md):
+
+```yaml
+- quality_filter:
+    gopher_quality: {min_doc_words: 20}
+    gopher_repetition: {}
+    c4: false
+    fineweb: {max_dup_line_char_ratio: 0.1}
+```
+
+A removed document's reason names the rule set and the first rule it failed, in
+datatrove's order (`gopher_repetition:dup_line_frac`). Rule sets run one after another
+on the documents the earlier ones kept, so a batch's words are split once and most
+n-gram work is spent only on documents still in the running.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pydantic import Field
+
+from curate.quality.c4 import C4Params
+from curate.quality.docs import DocBatch
+from curate.quality.fineweb import FineWebParams
+from curate.quality.gopher_quality import GopherQualityParams
+from curate.quality.gopher_repetition import GopherRepetitionParams
+from curate.quality.rulesets import RULE_SETS
+from curate.stages.base import FilterStage, StageParams
+
+
+class QualityFilterParams(StageParams):
+    gopher_repetition: GopherRepetitionParams | None = Field(
+        default_factory=GopherRepetitionParams,
+        description="Gopher repetition rules (Rae et al. 2021, table A1); false: off.",
+    )
+    gopher_quality: GopherQualityParams | None = Field(
+        default_factory=GopherQualityParams,
+        description="Gopher quality rules (Rae et al. 2021, A.1.1); false: off.",
+    )
+    c4: C4Params | None = Field(
+        default_factory=C4Params, description="C4 rules (Raffel et al. 2020, 2.2); false: off."
+    )
+    fineweb: FineWebParams | None = Field(
+        default_factory=FineWebParams,
+        description="FineWeb's added rules (Penedo et al. 2024, 3.3); false: off.",
+    )
+
+    def __init__(self, **data: Any) -> None:
+        # `c4: false` reads better in YAML than `c4: null`
+        super().__init__(**{k: (None if v is False else v) for k, v in data.items()})
+
+
+def evaluate_rules(
+    texts: pa.Array | pa.ChunkedArray, params: QualityFilterParams, shortcut: bool = True
+) -> list[tuple[str, np.ndarray]]:
+    """("rule_set:rule", fails) for every enabled rule, in evaluation order.
+
+    With `shortcut`, a rule set only looks at documents the earlier sets kept (what the
+    stage does); without it every rule judges every document (what `inspect-filter`
+    shows: how many each rule would remove on its own).
+    """
+    docs = DocBatch(texts)
+    alive = np.ones(docs.n, dtype=bool)
+    out: list[tuple[str, np.ndarray]] = []
+    for name, (_, evaluate) in RULE_SETS.items():
+        p = getattr(params, name)
+        if p is None:
+            continue
+        for rule, fails in evaluate(docs, p, alive, shortcut):
+            out.append((f"{name}:{rule}", fails))
+            if shortcut:
+                alive &= ~fails
+    return out
+
+
+class QualityFilter(FilterStage):
+    """Drops documents failing the Gopher, C4 or FineWeb rules (reason: rule set and rule)."""
+
+    name = "quality_filter"
+    Params = QualityFilterParams
+    reads = ("text",)
+
+    def software(self) -> dict[str, str]:
+        import polars as pl
+
+        return {"polars": pl.__version__}
+
+    def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+        p: QualityFilterParams = self.params  # type: ignore[assignment]
+        text = batch.column(batch.schema.get_field_index(self.text_field))
+        keep = np.ones(batch.num_rows, dtype=bool)
+        reasons = np.full(batch.num_rows, None, dtype=object)
+        for rule, fails in evaluate_rules(text, p):
+            hit = fails & keep
+            reasons[hit] = rule
+            keep &= ~hit
+        return keep, reasons
