@@ -28,8 +28,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import phonenumbers
 from phonenumbers.phonenumbermatcher import (
+    _INNER_MATCHES,
     _PATTERN,
+    _SLASH_SEPARATED_DATES,
+    _TIME_STAMPS,
     _TIME_STAMPS_SUFFIX,
     PhoneNumberMatch,
     PhoneNumberMatcher,
@@ -55,6 +59,58 @@ def _bad(char: str) -> bool:
         if len(_BAD_CHAR) < 65536:
             _BAD_CHAR[char] = known
     return known
+
+
+def _shortest_valid() -> int:
+    """The fewest digits any valid number has, in any region (0: unknown, no shortcut).
+
+    `is_valid_number` requires the national significant number's length to be one of its
+    region's possible lengths (when the metadata lists them).
+    """
+    from phonenumbers import PhoneMetadata
+
+    shortest = 10**6
+    regions = [PhoneMetadata.metadata_for_region(r) for r in phonenumbers.SUPPORTED_REGIONS]
+    regions += [
+        PhoneMetadata.metadata_for_nongeo_region(c)
+        for c in phonenumbers.COUNTRY_CODES_FOR_NON_GEO_REGIONS
+    ]
+    for md in regions:
+        desc = md.general_desc if md is not None else None
+        lengths = [n for n in (desc.possible_length if desc is not None else ()) if n > 0]
+        if not lengths:
+            return 0
+        shortest = min(shortest, *lengths)
+    return shortest
+
+
+_SHORTEST = _shortest_valid()
+
+
+def _hopeless(candidate: str) -> bool:
+    """No substring of the candidate can parse into a valid number in any region.
+
+    Letters count as digits (phonenumbers maps vanity letters to digits).
+    """
+    return sum(1 for c in candidate if c.isdigit() or c.isalpha()) < _SHORTEST
+
+
+def _tries_when_nothing_parses(candidate: str, timestamp_follows: bool) -> int:
+    """The retries `PhoneNumberMatcher._extract_match` spends on a candidate none of whose
+    parses succeeds (the same branches, with every `_parse_and_verify` failing)."""
+    if _SLASH_SEPARATED_DATES.search(candidate):
+        return 0
+    if timestamp_follows and _TIME_STAMPS.search(candidate):
+        return 0
+    used = 0
+    for inner in _INNER_MATCHES:
+        group = inner.search(candidate)
+        if group is not None:
+            used += 1  # the part before the first group
+        while group is not None:
+            used += 1
+            group = inner.search(candidate, group.start() + 1)
+    return used
 
 
 class _Scan:
@@ -137,6 +193,13 @@ class SharedPhone:
                     used, rel, raw, number = known
                     m._max_tries -= used
                     match = None if raw is None else PhoneNumberMatch(start + rel, raw, number)
+                elif (
+                    m.leniency >= phonenumbers.Leniency.VALID
+                    and _hopeless(candidate)
+                    and m._max_tries > (used := _tries_when_nothing_parses(candidate, key[3]))
+                ):
+                    m._max_tries -= used
+                    match = None
                 else:
                     budget = m._max_tries
                     match = m._extract_match(candidate, start)
