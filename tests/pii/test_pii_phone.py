@@ -31,10 +31,10 @@ def texts(n: int) -> list[str]:
     ]
 
 
-@pytest.mark.parametrize("budget", [3, 17, 40, 65535])
+@pytest.mark.parametrize("budget", [3, 40, 65535])
 def test_matches_equal_phonenumbers_under_any_retry_budget(budget: int) -> None:
     verdicts: dict = {}  # per region, as SharedPhone keeps them
-    for text in texts(25):
+    for text in texts(12):
         scan = _Scan(text)
         for region in ("US", "GB", "DE", "IN"):
             plain = PhoneNumberMatcher(text, region, leniency=1, max_tries=budget)

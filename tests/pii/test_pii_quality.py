@@ -44,7 +44,7 @@ def covered(analysis, text: str) -> tuple[bytearray, list]:
 def test_recall_and_over_redaction_on_planted_text(analysis) -> None:
     found, total = Counter(), Counter()
     outside = changed_outside = 0
-    for doc in corpus(150):
+    for doc in corpus(120):
         mask, _ = covered(analysis, doc.text)
         planted = bytearray(len(doc.text))
         for start, end, entity in doc.values:
@@ -78,7 +78,7 @@ def _real_documentation(limit: int) -> list[str]:
 
 
 def test_over_redaction_on_real_documentation(analysis) -> None:
-    texts = _real_documentation(200_000)
+    texts = _real_documentation(150_000)
     if len(texts) < 10:
         pytest.skip("no changelogs or man pages on this machine")
     chars = sum(len(t) for t in texts)
