@@ -215,5 +215,39 @@ def test_collective_operations_equal_the_local_ones(ray_cluster: None, tmp_path:
     found, expected = dist.lookup(wanted, ["id"]), local.lookup(wanted, ["id"])
     assert found.column("_order").equals(expected.column("_order"))
     assert found.column("id").to_pylist() == expected.column("id").to_pylist()
+    assert dist.repeated_id() is None and local.repeated_id() is None
+    again = RaySummaries([*spilled, spilled[0]], cpus=2)  # partition 0's first segment twice
+    first_segment = pa.ipc.open_file(str(spilled[0][0])).read_all().column("id").to_pylist()
+    assert again.repeated_id() == min(first_segment)
     nulls = dist.first_by_key("band_1")  # a null key is no value: it equals no other
     assert nulls.equals(local.first_by_key("band_1").cast(nulls.schema))
+
+
+def test_a_users_error_on_ray_is_one_line(ray_cluster: None, tmp_path: Path) -> None:
+    from curate.errors import CurateError
+
+    docs = corpus(40, dup_every=4)
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs)
+    recipe: dict[str, Any] = {
+        "name": "errors",
+        "inputs": [str(tmp_path / "data" / "*.jsonl")],
+        "id_field": "id",
+        "on_error": "fail",
+        "stages": [{"exact_dedup": {}}],
+        "output": {"root": str(tmp_path / "out"), "fsync": False},
+        "engine": {"kind": "ray"},
+    }
+    path = tmp_path / "recipe.yaml"
+    with open(tmp_path / "data" / "b.jsonl", "w") as f:
+        f.write('{"id": "x", "text": "fine"}\n{"id": "y", "te\n')  # raised in a worker
+    path.write_text(yaml.safe_dump(recipe))
+    with pytest.raises(CurateError) as caught:
+        curate.run(path)
+    assert type(caught.value) is CurateError, type(caught.value)
+    assert "b.jsonl" in str(caught.value) and "\n" not in str(caught.value)
+
+    (tmp_path / "data" / "b.jsonl").unlink()
+    docs[3]["id"] = docs[2]["id"]  # found by the barrier's shuffle of ids, on the driver
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs)
+    with pytest.raises(CurateError, match="'d2' is not unique"):
+        curate.run(path)

@@ -30,19 +30,40 @@ def items(tasks: list[PassTask]) -> list[dict[str, object]]:
 
 
 def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Ray Data UDF: run each row's task; return its partition index and record (JSON)."""
+    """Ray Data UDF: run each row's task; return its partition index and record (JSON).
+
+    A user's error (a `CurateError`: bad input with `on_error: fail`, a full disk) comes
+    back as a row, pickled, for the driver to raise as it is: raised here, Ray Data would
+    wrap it and lose its type and message on the way.
+    """
     # One task per CPU already: keep Arrow's own pools from oversubscribing (as local does).
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
-    records = []
+    partitions, records, errors = [], [], []
     for blob in batch["task"]:
         task: PassTask = pickle.loads(blob)
-        _count_attempt(task)
-        records.append(run_pass_task(task))
+        partitions.append(task.partition.index)
+        try:
+            _count_attempt(task)
+            records.append(json.dumps(run_pass_task(task)))
+            errors.append(b"")
+        except CurateError as exc:
+            records.append("")
+            errors.append(_pickled(exc))
     return {
-        "partition": np.array([r["partition"] for r in records], np.int64),
-        "record": np.array([json.dumps(r) for r in records], dtype=object),
+        "partition": np.array(partitions, np.int64),
+        "record": np.array(records, dtype=object),
+        "error": np.array(errors, dtype=object),
     }
+
+
+def _pickled(exc: CurateError) -> bytes:
+    try:
+        blob = pickle.dumps(exc)
+        pickle.loads(blob)
+        return blob
+    except Exception:  # a subclass that does not pickle: its message is what matters
+        return pickle.dumps(CurateError(str(exc)))
 
 
 def attempts_path(task: PassTask) -> Path:

@@ -91,6 +91,16 @@ class RaySummaries(Summaries):
 
     # -- group by key -------------------------------------------------------------------
 
+    def repeated_id(self) -> str | None:
+        """The smallest id held by two rows, found by shuffling ids (not by collecting them)."""
+        if not self.files:
+            return None
+        row_bytes = 56  # id
+        buckets = self.buckets(row_bytes)
+        sent = [call(_scatter_ids, (g, buckets), outputs=buckets) for g in self.groups(row_bytes)]
+        found = [r for r in ray.get([r[0] for r in exchange(sent, _repeated, ())]) if r]
+        return min(found) if found else None
+
     def first_by_key(self, key: str) -> pa.Table:
         if not self.files:
             return FIRSTS_SCHEMA.empty_table()
@@ -201,6 +211,20 @@ def _scatter_keys(_: list[object], files: list[Path], key: str, buckets: int) ->
     table = concat([read_columns(f, [key, ID, ORDER]) for f in files])
     table = table.filter(pc.is_valid(table.column(key)))  # a null key equals no other
     return split(table, hash_buckets(key_hash(table.column(key)), buckets), buckets)
+
+
+def _scatter_ids(_: list[object], files: list[Path], buckets: int) -> list[pa.Table]:
+    table = concat([read_columns(f, [ID]) for f in files])
+    return split(table, hash_buckets(key_hash(table.column(ID)), buckets), buckets)
+
+
+def _repeated(parts: list[pa.Table]) -> list[str | None]:
+    ids = concat(parts)
+    if ids.num_rows < 2:
+        return [None]
+    ids = ids.sort_by(ID)
+    again = ~runs(ids, [ID])
+    return [ids.column(ID)[int(np.argmax(again))].as_py() if again.any() else None]
 
 
 def _firsts(parts: list[pa.Table], key: str) -> list[pa.Table]:

@@ -4,9 +4,9 @@ Each pass is a Ray Data `map_batches` over the partitions that have no completio
 yet; a worker runs a partition with `run_pass_task` and writes its shards, staged data,
 summaries and record to the staging folder, which must be on a filesystem every node
 mounts. A barrier decides on the driver against `RaySummaries`, whose operations run as
-Ray tasks over the spilled summaries. The decision is written to the staging folder one
-file per partition, as the local engine writes it, so the next pass (and a resumed run)
-reads it the same way. Publishing stays with the runner, as for every engine.
+Ray tasks over the spilled summaries; completion checks, the decision marker and the
+per-partition decision files are `barrier_step`'s, the same as the local engine's, so a
+run interrupted on one engine resumes on the other. Publishing stays with the runner.
 """
 
 from __future__ import annotations
@@ -14,28 +14,17 @@ from __future__ import annotations
 import json
 import logging
 import os
+import pickle
 import time
-from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pyarrow as pa
 import ray
 
+from curate.engines.barrier_step import completed, decide_once, summary_files
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
 from curate.engines.ray.collective import RaySummaries
-from curate.engines.tasks import (
-    ORDER_SHIFT,
-    PassTask,
-    decision_path,
-    files_intact,
-    pass_dir,
-    record_path,
-)
-from curate.io.shards import write_table
-from curate.phases import mark
-from curate.stages.base import ORDER, BarrierStage
+from curate.stages.base import BarrierStage
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +106,8 @@ class RayEngine:
                 num_cpus=1,
             )
             for row in ran.iter_rows():
+                if row["error"]:  # a user's error (bad input, full disk), as raised
+                    raise pickle.loads(row["error"])
                 records[int(row["partition"])] = json.loads(row["record"])
                 progress(phase, len(records), len(tasks))
         missing = [t.partition.index for t in tasks if t.partition.index not in records]
@@ -132,57 +123,6 @@ class RayEngine:
         records: list[dict[str, Any]],
         progress: ProgressFn,
     ) -> dict[str, Any]:
-        folder = pass_dir(job.staging, k)
-        marker = folder / "decision.json"
-        if marker.exists():
-            info: dict[str, Any] = json.loads(marker.read_text())
-            return info
-        progress(f"{barrier.name}: deciding", 0, 1)
-        mark("barrier")
-        started = time.perf_counter()
-        summaries = RaySummaries(summary_files(job.staging, records))
-        decision = barrier.decide(summaries)
-        for stale in folder.glob("decision-*.arrow"):
-            stale.unlink()
-        write_decision(decision, job.staging, k, job.fsync)
-        info = {
-            "summary_rows": summaries.count(),
-            "dropped": decision.num_rows,
-            "seconds": round(time.perf_counter() - started, 4),
-        }
-        marker.write_text(json.dumps(info))
-        progress(f"{barrier.name}: deciding", 1, 1)
-        return info
-
-
-def completed(task: PassTask) -> dict[str, Any] | None:
-    """The partition's record when a previous run finished it and its files are intact (the
-    local engine's test, so a run interrupted on one engine resumes on either)."""
-    path = record_path(task.staging, task.pass_index, task.partition.index)
-    if not path.exists():
-        return None
-    record: dict[str, Any] = json.loads(path.read_text())
-    return record if files_intact(task.staging, record["files"]) else None
-
-
-def summary_files(staging: Path, records: list[dict[str, Any]]) -> list[tuple[Path, int]]:
-    """The summary files the pass's records name, with their partition: exactly the
-    completed ones, whatever else a killed attempt left in the folder."""
-    return [
-        (staging / seg["summary"]["path"], int(r["partition"]))
-        for r in records
-        for seg in r["files"].get("segments", [])
-    ]
-
-
-def write_decision(decision: pa.Table, staging: Path, k: int, fsync: bool) -> None:
-    """One decision file per partition, so each worker reads only the drops that concern it."""
-    if decision.num_rows == 0:
-        return
-    decision = decision.sort_by(ORDER)
-    parts = decision.column(ORDER).to_numpy() >> np.uint64(ORDER_SHIFT)
-    starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
-    ends = np.concatenate([starts[1:], [len(parts)]])
-    for start, end in zip(starts, ends, strict=True):
-        piece = decision.slice(int(start), int(end - start))
-        write_table(decision_path(staging, k, int(parts[start])), piece, fsync=fsync)
+        return decide_once(
+            job, k, barrier, lambda: RaySummaries(summary_files(job.staging, records)), progress
+        )
