@@ -138,28 +138,38 @@ class RaySummaries(Summaries):
     # -- values of named rows -----------------------------------------------------------
 
     def _fetch(self, chunks: list[np.ndarray], columns: list[str]) -> list[list[ray.ObjectRef]]:
-        """Per chunk of sorted `_order` values, a reference per partition holding any of them."""
-        where: dict[int, list[Path]] = {}
+        """Per chunk of sorted `_order` values, references to the rows found for it.
+
+        Partitions are read in ranges, one reading task per CPU at most, each returning one
+        piece per chunk: reading tasks x chunks objects, whatever the number of partitions.
+        """
+        present = sorted(set(self.partitions))
+        ranges = np.array_split(np.array(present), min(len(present), self.cpus))
+        starts = np.array([int(r[0]) for r in ranges], np.int64)
+        files: list[list[Path]] = [[] for _ in ranges]
         for p, f in zip(self.partitions, self.files, strict=True):
-            where.setdefault(p, []).append(f)
-        wanted: dict[int, list[np.ndarray]] = {}
+            files[int(np.searchsorted(starts, p, side="right")) - 1].append(f)
+        needs: dict[int, list[np.ndarray]] = {}
         for c, nodes in enumerate(chunks):
             parts = (nodes >> PART_SHIFT).astype(np.int64)
-            starts = np.flatnonzero(np.concatenate([[True], parts[1:] != parts[:-1]]))
-            for s, e in zip(starts, [*starts[1:], len(nodes)], strict=True):
-                p = int(parts[s])
-                if p not in where:
-                    raise ValueError(f"rows of partition {p} are not in the summaries")
-                wanted.setdefault(p, [np.zeros(0, np.uint64)] * len(chunks))[c] = nodes[s:e]
+            if len(nodes) and not np.isin(parts, present).all():
+                raise ValueError("score_pairs/lookup: rows not in the summaries")
+            group = np.searchsorted(starts, parts, side="right") - 1  # nodes sorted: runs
+            cuts = np.flatnonzero(np.concatenate([[True], group[1:] != group[:-1]]))
+            for s, e in zip(cuts, [*cuts[1:], len(nodes)], strict=True):
+                empty = [np.zeros(0, np.uint64)] * len(chunks)
+                needs.setdefault(int(group[s]), empty)[c] = nodes[s:e]
         per_chunk: list[list[ray.ObjectRef]] = [[] for _ in chunks]
-        for p, needs in sorted(wanted.items()):
-            refs = call(_rows, (where[p], columns, needs), outputs=len(chunks))
+        for g, wanted in sorted(needs.items()):
+            refs = call(_rows, (files[g], columns, wanted), outputs=len(chunks))
             for c, ref in enumerate(refs):
-                if len(needs[c]):
+                if len(wanted[c]):
                     per_chunk[c].append(ref)
         return per_chunk
 
     def score_pairs(self, pairs: pa.Table, column: str, score: PairScore) -> np.ndarray:
+        """Pairs in chunks of about `value_budget` bytes of values, chunks in waves of one per
+        CPU, so the objects alive at once stay (reading tasks x CPUs) at any size."""
         a = pairs.column("a").to_numpy().astype(np.uint64)
         b = pairs.column("b").to_numpy().astype(np.uint64)
         out = np.zeros(len(a), np.float64)
@@ -169,14 +179,16 @@ class RaySummaries(Summaries):
         step = max(1, self.value_budget // (2 * row_bytes))
         by_first = np.argsort(a, kind="stable")
         chunks = [by_first[s : s + step] for s in range(0, len(a), step)]
-        nodes = [sorted_unique(np.concatenate([a[c], b[c]])) for c in chunks]
-        fetched = self._fetch(nodes, [column])
-        scored = [
-            call(_score, (score, column, a[c], b[c], len(n)), refs)[0]
-            for c, n, refs in zip(chunks, nodes, fetched, strict=True)
-        ]
-        for c, values in zip(chunks, ray.get(scored), strict=True):
-            out[c] = values
+        for w in range(0, len(chunks), self.cpus):
+            wave = chunks[w : w + self.cpus]
+            nodes = [sorted_unique(np.concatenate([a[c], b[c]])) for c in wave]
+            fetched = self._fetch(nodes, [column])
+            scored = [
+                call(_score, (score, column, a[c], b[c], len(n)), refs)[0]
+                for c, n, refs in zip(wave, nodes, fetched, strict=True)
+            ]
+            for c, values in zip(wave, ray.get(scored), strict=True):
+                out[c] = values
         return out
 
     def connected_components(self, edges: pa.Table) -> pa.Table:
@@ -301,7 +313,7 @@ def _unique_edges(parts: list[pa.Table]) -> list[pa.Table]:
 def _rows(
     _: list[object], paths: list[Path], columns: list[str], needs: list[np.ndarray]
 ) -> list[pa.Table]:
-    """A partition's rows for each chunk of wanted `_order` values (one read for all chunks)."""
+    """Rows of these files for each chunk of wanted `_order` values (one read for all)."""
     wanted = np.concatenate(needs)
     found = concat([rows_of(path, columns, wanted) for path in paths])
     have = found.column(ORDER).to_numpy()
