@@ -25,6 +25,7 @@ fingerprint, and tests compare this recognizer with Presidio's on varied and fuz
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -38,7 +39,11 @@ from phonenumbers.phonenumbermatcher import (
     PhoneNumberMatch,
     PhoneNumberMatcher,
 )
-from phonenumbers.phonenumberutil import _SECOND_NUMBER_START_PATTERN
+from phonenumbers.phonenumberutil import (
+    _PLUS_CHARS,
+    _SECOND_NUMBER_START_PATTERN,
+    normalize_digits_only,
+)
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
@@ -93,6 +98,60 @@ def _hopeless(candidate: str) -> bool:
     Letters count as digits (phonenumbers maps vanity letters to digits).
     """
     return sum(1 for c in candidate if c.isdigit() or c.isalpha()) < _SHORTEST
+
+
+class _Region:
+    """What a region's parse can make of a candidate written without an international prefix.
+
+    Without a plus sign or the region's international (IDD) prefix, `parse` gives the number
+    the region's own calling code, and the national significant number is made of the
+    candidate's digits (fewer, once a national prefix or the calling code is stripped; a
+    prefix transform rule may add at most the digits it spells). `is_valid_number` then
+    needs that length among the possible lengths of a region with this calling code. So a
+    candidate with fewer digits than the shortest of those, and with no plus sign and no
+    IDD prefix anywhere in its digits, cannot match in this region (nor can any part of it).
+    """
+
+    def __init__(self, region: str) -> None:
+        from phonenumbers import PhoneMetadata
+        from phonenumbers.phonenumberutil import COUNTRY_CODE_TO_REGION_CODE
+
+        md = PhoneMetadata.metadata_for_region(region)
+        self.shortest = 0  # 0: nothing known, no shortcut
+        self.idd = None
+        if md is None or not md.international_prefix:
+            return
+        lengths = []
+        for other in COUNTRY_CODE_TO_REGION_CODE.get(md.country_code or 0, ()):
+            om = PhoneMetadata.metadata_for_region(other)
+            desc = om.general_desc if om is not None else None
+            found = [n for n in (desc.possible_length if desc is not None else ()) if n > 0]
+            if not found:
+                return
+            lengths.append(min(found))
+        extra = sum(c.isdigit() for c in md.national_prefix_transform_rule or "")
+        self.idd = re.compile(md.international_prefix)
+        self.shortest = max(0, min(lengths, default=0) - extra)
+
+    def hopeless(self, candidate: str) -> bool:
+        if self.idd is None:
+            return False
+        # Letters may turn into digits (vanity numbers), and so into an IDD prefix: no shortcut.
+        if any(c.isalpha() for c in candidate) or any(p in candidate for p in _PLUS_CHARS):
+            return False
+        if sum(1 for c in candidate if c.isdigit()) >= self.shortest:
+            return False
+        return self.idd.search(normalize_digits_only(candidate)) is None
+
+
+_REGIONS: dict[str, _Region] = {}
+
+
+def _region(region: str) -> _Region:
+    known = _REGIONS.get(region)
+    if known is None:
+        known = _REGIONS[region] = _Region(region)
+    return known
 
 
 def _tries_when_nothing_parses(candidate: str, timestamp_follows: bool) -> int:
@@ -181,6 +240,7 @@ class SharedPhone:
     ) -> Iterator[PhoneNumberMatch]:
         """PhoneNumberMatcher's iteration (`has_next` and `_find`), one loop, verdicts reused."""
         found = scan.found
+        region = _region(m.preferred_region or "ZZ")
         index = 0
         while m._max_tries > 0:
             hit = found[index] if index in found else scan.next(index)
@@ -195,7 +255,7 @@ class SharedPhone:
                     match = None if raw is None else PhoneNumberMatch(start + rel, raw, number)
                 elif (
                     m.leniency >= phonenumbers.Leniency.VALID
-                    and _hopeless(candidate)
+                    and (_hopeless(candidate) or region.hopeless(candidate))
                     and m._max_tries > (used := _tries_when_nothing_parses(candidate, key[3]))
                 ):
                     m._max_tries -= used
