@@ -62,8 +62,10 @@ def stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
         details = dict(stage.describe())
         seconds = agg.pop("seconds")
         if i in result.decisions:
-            details["decision"] = result.decisions[i]
-            seconds += result.decisions[i]["seconds"]
+            decision = dict(result.decisions[i])
+            details.update(decision.pop("details", {}))
+            details["decision"] = decision
+            seconds += decision["seconds"]
         out.append(
             StageRecord(
                 position=i,

@@ -84,6 +84,9 @@ def decide_once(
         "summary_rows": summaries.count(),
         "dropped": decision.num_rows,
         "seconds": round(time.perf_counter() - started, 4),
+        # what decide() learned (clusters, pairs): kept here so a resumed run that skips
+        # the decision still reports it
+        "details": barrier.describe(),
     }
     marker.write_text(json.dumps(info))
     progress(f"{barrier.name}: deciding", 1, 1)
