@@ -92,7 +92,15 @@ class Analysis:
         registry.load_predefined_recognizers(languages=langs, nlp_engine=nlp)
         if config.spacy_model is not None:
             registry.add_nlp_recognizer(nlp_engine=nlp)
-        self.engine = engine(registry=registry, nlp_engine=nlp, supported_languages=langs)
+        enhancer = None
+        if config.fast and config.spacy_model is None and _contexts_are_words(registry):
+            enhancer = _no_tokens_enhancer()
+        self.engine = engine(
+            registry=registry,
+            nlp_engine=nlp,
+            supported_languages=langs,
+            context_aware_enhancer=enhancer,
+        )
         self.supported = {
             lang: [e for e in config.entities if e in self.engine.get_supported_entities(lang)]
             for lang in langs
@@ -166,3 +174,35 @@ class Analysis:
 
 def _has_digit(text: str) -> bool:
     return _DIGIT.search(text) is not None
+
+
+def _contexts_are_words(registry: Any) -> bool:
+    return all(all(word for word in (rec.context or ())) for rec in registry.recognizers)
+
+
+def _no_tokens_enhancer() -> Any:
+    """Presidio's default context enhancer as it behaves with the no-op NLP engine.
+
+    `LemmaContextAwareEnhancer` looks for a recognizer's context words among the words
+    around a result; the no-op engine yields no words (the surroundings are `[""]`) and
+    curate passes no explicit context, so no non-empty context word is ever found and
+    every score stays as it is: the enhancer returns a deep copy of its input. This one
+    returns the input list as it is (no copy), which is what the analyzer then uses.
+    Used only with the no-op engine and when every recognizer's context words are
+    non-empty; tests compare the results with Presidio's own.
+    """
+    from presidio_analyzer.context_aware_enhancers import ContextAwareEnhancer
+
+    class NoTokensEnhancer(ContextAwareEnhancer):
+        def __init__(self) -> None:
+            super().__init__(
+                context_similarity_factor=0.35, min_score_with_context_similarity=0.4,
+                context_prefix_count=5, context_suffix_count=0,
+            )  # fmt: skip
+
+        def enhance_using_context(
+            self, text: str, raw_results: Any, *args: Any, **kwargs: Any
+        ) -> Any:
+            return list(raw_results)
+
+    return NoTokensEnhancer()

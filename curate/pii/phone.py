@@ -260,6 +260,9 @@ class SharedPhone:
                 ):
                     m._max_tries -= used
                     match = None
+                    if len(verdicts) >= _MEMO_LIMIT:
+                        verdicts.clear()
+                    verdicts[key] = (used, 0, None, None)  # as a cached failed parse
                 else:
                     budget = m._max_tries
                     match = m._extract_match(candidate, start)
