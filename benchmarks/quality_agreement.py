@@ -81,7 +81,7 @@ def curate_verdicts(texts: list[str], rule_set: str, batch: int = 1000) -> list[
 
     from curate.stages.quality_filter import QualityFilterParams, evaluate_rules
 
-    params = QualityFilterParams(**{r: (r == rule_set and {}) or None for r in RULE_SETS})
+    params = QualityFilterParams(**{r: ({} if r == rule_set else None) for r in RULE_SETS})
     out: list[str | None] = []
     for start in range(0, len(texts), batch):
         chunk = pa.array(texts[start : start + batch], pa.string())

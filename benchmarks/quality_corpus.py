@@ -1,8 +1,11 @@
 """The prose corpus the quality rule sets are compared on: real documents, mostly prose.
 
-Man pages and source code nearly all fail the published quality rules, so a corpus of
-them says little about agreement. This one is made of prose found on this machine:
+Whole man pages and source code nearly all fail the published quality rules, so a
+corpus of them says little about agreement. This one is made of prose found on this
+machine:
 
+- ``man``: the DESCRIPTION section of each English man page, rendered by groff with
+  long lines (a paragraph is one line, as a wide terminal shows it);
 - ``readme``: the long descriptions (READMEs) in the METADATA of installed Python
   packages, one per package name;
 - ``pydoc``: the Python language reference and library topics in ``pydoc_data``;
@@ -10,7 +13,8 @@ them says little about agreement. This one is made of prose found on this machin
   and of installed packages, with at least ``MIN_DOCSTRING_WORDS`` words;
 - ``doc``: README, NEWS and changelog files under /usr/share/doc (gzip-compressed or not).
 
-Documents are ordered by a hash of their id, so every prefix has the same mix, and
+Every README and topic is taken, up to ``CAPS`` of doc files and docstrings, and man
+page descriptions fill the rest; documents are ordered by a hash of their id and
 written as JSONL ``{"id", "text", "source"}``. Nothing is chosen by the filters' own
 verdicts: sources are picked for being prose, and that is all.
 
@@ -25,6 +29,9 @@ import email
 import gzip
 import hashlib
 import json
+import multiprocessing as mp
+import re
+import subprocess
 import sys
 import sysconfig
 from collections import Counter
@@ -34,6 +41,7 @@ from pathlib import Path
 WORK = Path(__file__).resolve().parent / "work" / "quality"
 MIN_DOCSTRING_WORDS = 30
 MAX_DOC_BYTES = 200_000
+CAPS = {"docstring": 1000, "doc": 800}
 
 
 def _site_packages() -> list[Path]:
@@ -113,7 +121,39 @@ def doc_files() -> Iterator[tuple[str, str]]:
             yield f"doc:{path.relative_to(root)}", text
 
 
-SOURCES = {"readme": readmes, "pydoc": pydoc_topics, "docstring": docstrings, "doc": doc_files}
+def _description(page: Path) -> tuple[str, str] | None:
+    raw = gzip.decompress(page.read_bytes()) if page.suffix == ".gz" else page.read_bytes()
+    rendered = subprocess.run(
+        ["groff", "-k", "-man", "-Tutf8", "-rLL=2000n", "-rHY=0", "-dAD=l", "-P-cbou"],
+        input=raw,
+        capture_output=True,
+        check=False,
+    ).stdout.decode("utf-8", "replace")
+    section, body = None, []
+    for line in rendered.splitlines():
+        if line and not line[0].isspace():  # a heading
+            section = line.strip()
+        elif section == "DESCRIPTION":
+            body.append(line.strip())
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(body)).strip()
+    return (f"man:{page.parent.name}/{page.name}", text) if text else None
+
+
+def man_descriptions() -> Iterator[tuple[str, str]]:
+    pages = sorted(p for p in Path("/usr/share/man").glob("man[1-8]/*") if p.is_file())
+    with mp.get_context("fork").Pool(2) as pool:
+        for found in pool.imap(_description, pages, chunksize=32):
+            if found is not None:
+                yield found
+
+
+SOURCES = {
+    "man": man_descriptions,
+    "readme": readmes,
+    "pydoc": pydoc_topics,
+    "docstring": docstrings,
+    "doc": doc_files,
+}
 
 
 def build(docs: int) -> Path:
@@ -128,7 +168,10 @@ def build(docs: int) -> Path:
                 continue
             found.append((hashlib.sha1(doc_id.encode()).digest(), doc_id, text, source))
     found.sort()
-    chosen = found[:docs]
+    chosen = [f for f in found if f[3] in ("readme", "pydoc")]
+    for source, cap in CAPS.items():
+        chosen += [f for f in found if f[3] == source][:cap]
+    chosen = sorted(chosen + [f for f in found if f[3] == "man"][: docs - len(chosen)])
     if len(chosen) < docs:
         raise SystemExit(f"only {len(chosen)} prose documents found; asked for {docs}")
     with open(out, "w", encoding="utf-8") as f:

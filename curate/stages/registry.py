@@ -22,6 +22,8 @@ BUILTIN: dict[str, str] = {
     "minhash_dedup": "curate.stages.minhash_dedup:MinHashDedup",
     "tokenize": "curate.stages.tokenize:Tokenize",
     "quality_filter": "curate.stages.quality_filter:QualityFilter",
+    "language_filter": "curate.stages.language_filter:LanguageFilter",
+    "decontaminate": "curate.stages.decontaminate:Decontaminate",
     "pii": "curate.stages.pii:Pii",
     "chat_template": "curate.stages.chat_template:ChatTemplate",
 }

@@ -1,0 +1,176 @@
+"""Removing documents that share word n-grams with evaluation benchmarks.
+
+```yaml
+- decontaminate:
+    benchmarks:
+      - {name: mmlu, path: bench/mmlu.jsonl, fields: [question, choices]}
+      - {name: gsm8k, path: bench/gsm8k.parquet, fields: [question, answer]}
+    n: 13                # words per n-gram (GPT-3's choice)
+    max_items: 10        # n-grams in more benchmark items than this are not evidence
+    ignore: [bench/licence.txt]
+    action: drop         # or cut: remove the overlapping spans, keep the rest
+```
+
+A map stage: the benchmark n-gram set is built once per worker in `setup()` (see
+`curate.decontam`), then each batch's n-grams are looked up in it at once. A document
+sharing any n-gram with a benchmark is removed (reason `benchmark:<name>`, the first
+benchmark in recipe order it overlaps) or has every overlapping span cut out. The
+manifest records each benchmark's name, path, sha256, n and item counts in the stage's
+details, and counts the documents affected per benchmark (`benchmark:<name>` counters;
+a document overlapping two benchmarks counts under both). Benchmark files' digests enter
+the fingerprint, so editing one makes a new version.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import Field
+
+from curate.decontam.cut import cut
+from curate.decontam.index import BenchmarkFile, NGramIndex, build_index, file_sha256
+from curate.decontam.words import ngram_keys, normalized_words
+from curate.errors import CurateError
+from curate.io.batches import ID
+from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
+
+
+class BenchmarkSpec(StageParams):
+    name: str = Field(description="Name used in reasons and counters.")
+    path: str = Field(description="A .jsonl or .parquet file; relative to the recipe.")
+    fields: list[str] = Field(
+        default_factory=lambda: ["text"], description="Fields holding benchmark text."
+    )
+
+
+class DecontaminateParams(StageParams):
+    benchmarks: list[BenchmarkSpec] = Field(
+        min_length=1, description="Benchmark files: [{name, path, fields}]."
+    )
+    n: int = Field(13, ge=3, description="Words per n-gram.")
+    max_items: int = Field(
+        10, ge=1, description="Ignore n-grams found in more benchmark items than this."
+    )
+    ignore: list[str] = Field(
+        default_factory=list, description="Text files whose n-grams are ignored (licences)."
+    )
+    action: Literal["drop", "cut"] = Field(
+        "drop", description="drop the document, or cut the overlapping spans out of it."
+    )
+
+
+class Decontaminate(MapStage):
+    """Drops (or cuts) documents sharing word n-grams with benchmark files."""
+
+    name = "decontaminate"
+    Params = DecontaminateParams
+    reads = ("text",)
+
+    def _path(self, path: str) -> Path:
+        return (Path(self.context.base_dir) / path).resolve()
+
+    def _files(self) -> list[BenchmarkFile]:
+        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        out = []
+        for b in p.benchmarks:
+            path = self._path(b.path)
+            if not path.is_file():
+                raise CurateError(f"decontaminate: benchmark {b.name}: no file {path}")
+            out.append(BenchmarkFile(b.name, path, b.fields))
+        return out
+
+    def _digests(self) -> dict[str, str]:
+        """sha256 of each benchmark and ignore file, cached by path, size and mtime."""
+        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        paths = [self._path(b.path) for b in p.benchmarks] + [self._path(i) for i in p.ignore]
+        stamp = tuple((str(x), *(lambda s: (s.st_size, s.st_mtime_ns))(x.stat())) for x in paths)
+        cached = self.__dict__.get("_digest_cache")
+        if cached is None or cached[0] != stamp:
+            cached = (stamp, {str(x): file_sha256(x) for x in paths})
+            self.__dict__["_digest_cache"] = cached
+        return cached[1]
+
+    def setup(self) -> None:
+        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        self._index: NGramIndex = build_index(
+            self._files(), [self._path(i) for i in p.ignore], p.n, p.max_items
+        )
+
+    def software(self) -> dict[str, str]:
+        try:
+            digests = self._digests()
+        except OSError as exc:
+            raise CurateError(f"decontaminate: {exc}") from None
+        return {f"benchmark:{Path(k).name}": v[:16] for k, v in digests.items()}
+
+    def describe(self) -> dict[str, Any]:
+        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        digests = self._digests()
+        return {
+            "n": p.n,
+            "benchmarks": [
+                {
+                    "name": b.name,
+                    "path": str(self._path(b.path)),
+                    "sha256": digests[str(self._path(b.path))],
+                    "fields": b.fields,
+                    "n": p.n,
+                }
+                for b in p.benchmarks
+            ],
+            "ignore": [{"path": i, "sha256": digests[str(self._path(i))]} for i in p.ignore],
+        }
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        if getattr(self, "_index", None) is None:
+            self.setup()
+        column = batch.column(batch.schema.get_field_index(self.text_field))
+        w = normalized_words(column)
+        keys, first = ngram_keys(w, p.n)
+        masks = self._index.lookup(keys)
+        hit = masks != 0
+        if not hit.any():
+            return StageResult(batch)
+        doc_of = np.repeat(np.arange(batch.num_rows), w.counts)
+        hit_doc = doc_of[first[hit]]
+        doc_mask = np.zeros(batch.num_rows, np.uint64)
+        np.bitwise_or.at(doc_mask, hit_doc, masks[hit])
+        counters: Counter[str] = Counter()
+        first_bench = np.full(batch.num_rows, -1)
+        for b in reversed(range(len(self._index.names))):
+            has = ((doc_mask >> np.uint64(b)) & np.uint64(1)).astype(bool)
+            counters[f"benchmark:{self._index.names[b]}"] += int(has.sum())
+            first_bench[has] = b
+        counters = Counter({k: v for k, v in counters.items() if v})
+        affected = np.flatnonzero(doc_mask != 0)
+        keep = np.ones(batch.num_rows, bool)
+        changed = 0
+        if p.action == "cut":
+            texts = column.to_pylist()
+            new = list(texts)
+            starts = w.starts
+            for d in affected:
+                grams = first[hit][hit_doc == d] - starts[d]
+                cut_text = cut(texts[d] or "", grams, p.n, int(w.counts[d]))
+                if cut_text:
+                    new[d] = cut_text
+                    changed += 1
+                else:
+                    keep[d] = False
+            i = batch.schema.get_field_index(self.text_field)
+            batch = batch.set_column(i, batch.schema.field(i), pa.array(new, column.type))
+        else:
+            keep[affected] = False
+        removed = None
+        if not keep.all():
+            gone = np.flatnonzero(~keep)
+            reasons = [f"benchmark:{self._index.names[first_bench[d]]}" for d in gone]
+            removed = rejected_table(self.name, pc.take(batch.column(ID), pa.array(gone)), reasons)
+            batch = batch.filter(pa.array(keep))
+        return StageResult(batch, changed=changed, removed=removed, counters=dict(counters))
