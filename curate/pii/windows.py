@@ -133,8 +133,11 @@ class WindowSpec:
 SPECS: dict[str, WindowSpec] = {
     # local part, @ and domain are all in the run.
     "EmailRecognizer": WindowSpec((_EMAIL,), trigger="@", run=r"[!#$%&'*+\-/=?^_`{|}~.\w@]"),
-    # IPv4 needs digit.digit, IPv6 a colon; zone ids and prefixes are \w, % and /.
-    "IpRecognizer": WindowSpec(_IP, trigger=r"[0-9]\.[0-9]|:", run=r"[\w.:/%]"),
+    # IPv4 needs digit.digit; every IPv6 form has a hex digit beside a colon, or "::";
+    # zone ids and prefixes are \w, % and /.
+    "IpRecognizer": WindowSpec(
+        _IP, trigger=r"[0-9]\.[0-9]|[0-9a-f]:|:[0-9a-f]|::", run=r"[\w.:/%]"
+    ),
     # at most 11 characters, three ASCII digits in a row in every form.
     "UsSsnRecognizer": WindowSpec(_SSN, trigger="[0-9]{3}", reach=11 + 2),
     # 2 letters, 2 digits, then at most 6 + 1 groups of 4 and one of 3, each after a separator.
