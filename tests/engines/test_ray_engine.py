@@ -27,15 +27,21 @@ HERE = Path(__file__).resolve().parent
 VOLATILE = {"seconds", "timings", "started", "finished", "engine", "decide_seconds"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[None]:
-    """One local Ray cluster for the session; its workers import ray_stages from here."""
+    """One local Ray cluster for every Ray test of the session (they all live in this module,
+    so it stops as soon as they are done and its memory goes back to the rest of the suite).
+    Its workers import ray_stages from this folder."""
     os.environ["RAY_AUTH_MODE"] = "disabled"
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
+    paths = [str(HERE), *filter(None, [os.environ.get("PYTHONPATH")])]
     temp = tempfile.mkdtemp(prefix="ray-")  # short: Ray's socket paths must stay < 108 bytes
-    ray.init(num_cpus=2, include_dashboard=False, _temp_dir=temp, log_to_driver=False)
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        _temp_dir=temp,
+        log_to_driver=False,
+        runtime_env={"env_vars": {"PYTHONPATH": os.pathsep.join(paths)}},
+    )
     try:
         yield
     finally:
