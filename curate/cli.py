@@ -150,6 +150,31 @@ def gc(root: Path, keep: int) -> None:
     click.echo(f"freed {format_size(total)}")
 
 
+@main.command(name="inspect-filter")
+@click.argument("recipe", type=click.Path(exists=True, path_type=Path))
+@click.option("--stage", required=True, help="The filter: its name or 0-based position.")
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=1000,
+    show_default=True,
+    help="Documents to read, spread over the partitions.",
+)
+@click.option(
+    "--examples",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Removed documents shown per rule.",
+)
+@_user_errors
+def inspect_filter_cmd(recipe: Path, stage: str, sample: int, examples: int) -> None:
+    """Show what a filter would remove from a sample, rule by rule; writes nothing."""
+    from curate.inspect_filter import inspect_filter
+
+    click.echo(str(inspect_filter(recipe, stage, sample=sample, examples=examples)))
+
+
 @main.command(name="schemas")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("schemas"), show_default=True)
 @click.option(

@@ -92,6 +92,11 @@ class QualityFilter(FilterStage):
 
         return {"polars": pl.__version__}
 
+    def explain(self, batch: pa.RecordBatch) -> list[tuple[str, np.ndarray]]:
+        """Every rule's verdict on every document, each as if alone (for inspect-filter)."""
+        text = batch.column(batch.schema.get_field_index(self.text_field))
+        return evaluate_rules(text, self.params, shortcut=False)  # type: ignore[arg-type]
+
     def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
         p: QualityFilterParams = self.params  # type: ignore[assignment]
         text = batch.column(batch.schema.get_field_index(self.text_field))

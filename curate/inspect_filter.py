@@ -1,0 +1,161 @@
+"""What a filter would remove from a sample of the inputs, rule by rule: for tuning.
+
+```python
+from curate.inspect_filter import inspect_filter
+report = inspect_filter("recipes/sample.yaml", stage="quality_filter", sample=1000)
+print(report)                 # per rule: removed alone, removed as first reason, examples
+report.examples["gopher_quality:min_doc_words"]   # [(id, text), ...]
+```
+
+The sample is read in input order, spread over the partitions (an equal share from
+the start of each), and goes through the recipe's map stages before the filter (a
+barrier before it is skipped: it needs every document). Nothing is written. A stage
+with an `explain(batch)` method (quality_filter) reports every rule on every document,
+so a rule's "alone" count is what it would remove with all other rules off; any other
+filter reports the reasons it gives.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from curate.errors import CurateError
+from curate.io.batches import ID, TEXT, FieldSpec
+from curate.io.inputs import discover_inputs
+from curate.io.partitions import plan_partitions
+from curate.io.readers import read_partition
+from curate.recipe import Recipe
+from curate.stages.base import BarrierStage, MapStage
+
+
+@dataclass
+class FilterReport:
+    stage: str
+    documents: int
+    skipped_barriers: list[str]
+    alone: dict[str, int] = field(default_factory=dict)
+    first: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+
+    @property
+    def removed(self) -> int:
+        return sum(self.first.values())
+
+    def __str__(self) -> str:
+        width = max([len(r) for r in self.alone] + [len(r) for r in self.first] + [4])
+        lines = [
+            f"{self.stage} on a sample of {self.documents:,} documents: removes {self.removed:,} "
+            f"({self.removed / max(self.documents, 1):.1%})",
+        ]
+        if self.skipped_barriers:
+            lines.append(f"(skipped barrier stages before it: {', '.join(self.skipped_barriers)})")
+        lines += ["", f"{'rule':<{width}}  {'alone':>7}  {'first':>7}", "-" * (width + 18)]
+        for rule in sorted(set(self.alone) | set(self.first), key=self._order):
+            lines.append(
+                f"{rule:<{width}}  {self.alone.get(rule, 0):>7,}  {self.first.get(rule, 0):>7,}"
+            )
+        for rule, found in self.examples.items():
+            if not found:
+                continue
+            lines += ["", f"{rule}:"]
+            for doc_id, text in found:
+                snippet = " ".join(text.split())
+                snippet = snippet[:160] + ("…" if len(snippet) > 160 else "")
+                lines.append(f"  {doc_id}: {snippet}")
+        return "\n".join(lines)
+
+    def _order(self, rule: str) -> tuple[int, str]:
+        keys = list(self.alone) + [r for r in self.first if r not in self.alone]
+        return (keys.index(rule), rule)
+
+
+def sample_batch(recipe: Recipe, sample: int) -> pa.RecordBatch:
+    files = discover_inputs(recipe.inputs, recipe.base_dir)
+    parts = plan_partitions(files, recipe.partition_size)
+    fields = FieldSpec(recipe.text_field, recipe.id_field, recipe.keep_fields(), chat=recipe.chat)
+    share = -(-sample // max(len(parts), 1))
+    batches: list[pa.RecordBatch] = []
+    for part in parts:
+        got = 0
+        for chunk in read_partition(part, fields, on_error="quarantine", batch_bytes=1 << 20):
+            take = chunk.batch.slice(0, share - got)
+            batches.append(take)
+            got += take.num_rows
+            if got >= share:
+                break
+    if not batches:
+        return pa.RecordBatch.from_pylist([], fields.schema())
+    table = pa.Table.from_batches(batches).slice(0, sample).combine_chunks()
+    return table.to_batches()[0] if table.num_rows else table.schema.empty_table().to_batches()[0]
+
+
+def inspect_filter(
+    recipe: Recipe | str | os.PathLike[str], stage: str, sample: int = 1000, examples: int = 3
+) -> FilterReport:
+    """Run the recipe's map stages up to `stage` (a name or a 0-based position) on a sample."""
+    from curate.runner import build_stages
+
+    if not isinstance(recipe, Recipe):
+        from pathlib import Path
+
+        recipe = Recipe.load(Path(recipe))
+    stages = build_stages(recipe)
+    index = _find(stages, stage)
+    target = stages[index]
+    if not isinstance(target, MapStage):
+        raise CurateError(f"inspect-filter: stage {stage!r} is a barrier, not a filter")
+    batch = sample_batch(recipe, sample)
+    skipped = []
+    for s in stages[:index]:
+        if isinstance(s, BarrierStage):
+            skipped.append(s.name)
+            continue
+        assert isinstance(s, MapStage)
+        s.setup()
+        if batch.num_rows:
+            batch = s.process(batch).batch
+    target.setup()
+    report = FilterReport(target.name, batch.num_rows, skipped)
+    if batch.num_rows == 0:
+        return report
+    ids = batch.column(ID).to_pylist()
+    texts = batch.column(TEXT).to_pylist() if TEXT in batch.schema.names else [""] * len(ids)
+    first = np.full(batch.num_rows, None, dtype=object)
+    explain = getattr(target, "explain", None)
+    if explain is not None:
+        for rule, fails in explain(batch):
+            report.alone[rule] = int(fails.sum())
+            first[fails & (first == None)] = rule  # noqa: E711
+            report.examples[rule] = [(ids[i], texts[i]) for i in np.flatnonzero(fails)[:examples]]
+    else:
+        result = target.process(batch)
+        if result.removed is not None:
+            where = {d: i for i, d in enumerate(ids)}
+            for doc_id, reason in zip(
+                result.removed.column("id").to_pylist(),
+                result.removed.column("reason").to_pylist(),
+                strict=True,
+            ):
+                first[where[doc_id]] = reason
+    for rule in [r for r in first if r is not None]:
+        report.first[rule] = report.first.get(rule, 0) + 1
+    if explain is None:
+        for rule in report.first:
+            hits = [i for i, r in enumerate(first) if r == rule][:examples]
+            report.examples[rule] = [(ids[i], texts[i]) for i in hits]
+    return report
+
+
+def _find(stages: list[Any], stage: str) -> int:
+    if stage.isdigit() and int(stage) < len(stages):
+        return int(stage)
+    for i, s in enumerate(stages):
+        if s.name == stage:
+            return i
+    names = ", ".join(f"{i}:{s.name}" for i, s in enumerate(stages))
+    raise CurateError(f"inspect-filter: the recipe has no stage {stage!r} (stages: {names})")
