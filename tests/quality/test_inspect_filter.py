@@ -39,7 +39,7 @@ def test_report_counts_each_rule_alone_and_first(tmp_path: Path) -> None:
     assert report.alone["gopher_quality:min_doc_words"] == 4
     assert report.alone["gopher_quality:min_stop_words"] == 4  # also fail it, but later
     assert report.alone["gopher_quality:max_hash_word_ratio"] == 0
-    assert [i for i, _ in report.examples["gopher_quality:min_doc_words"]] == ["short1", "short3"]
+    assert [i for i, _ in report.examples["gopher_quality:min_doc_words"]] == ["short0", "short2"]
     assert not (tmp_path / "out").exists()
 
 
