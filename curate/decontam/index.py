@@ -10,7 +10,6 @@ than n words have no n-grams and are counted as such.
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,14 +42,6 @@ class NGramIndex:
             return np.zeros(len(keys), np.uint64)
         at = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
         return np.where(self.keys[at] == keys, self.masks[at], np.uint64(0))
-
-
-def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def read_items(bench: BenchmarkFile) -> tuple[pa.Array, np.ndarray]:

@@ -9,6 +9,7 @@ a run interrupted on one engine resume on another.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,8 @@ from curate.io.shards import write_table
 from curate.phases import mark
 from curate.stages.base import ORDER, BarrierStage
 
+log = logging.getLogger(__name__)
+
 
 def completed(task: PassTask) -> dict[str, Any] | None:
     """The partition's record when a previous run finished it and its files are intact."""
@@ -40,6 +43,23 @@ def completed(task: PassTask) -> dict[str, Any] | None:
         return None
     record: dict[str, Any] = json.loads(path.read_text())
     return record if files_intact(task.staging, record["files"]) else None
+
+
+def split_completed(
+    tasks: list[PassTask], phase: str
+) -> tuple[dict[int, dict[str, Any]], list[PassTask]]:
+    """Records of the partitions a previous run completed, and the tasks still to run."""
+    records: dict[int, dict[str, Any]] = {}
+    todo = []
+    for task in tasks:
+        done = completed(task)
+        if done is not None:
+            records[task.partition.index] = done
+        else:
+            todo.append(task)
+    if records:
+        log.info("%s: reusing %d completed partitions", phase, len(records))
+    return records, todo
 
 
 def summary_files(staging: Path, records: list[dict[str, Any]]) -> list[tuple[Path, int]]:

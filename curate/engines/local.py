@@ -19,7 +19,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate.engines.barrier_step import completed, decide_once, summary_files
+from curate.engines.barrier_step import decide_once, split_completed, summary_files
 from curate.engines.collective import Summaries
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.tasks import (
@@ -110,16 +110,7 @@ class LocalEngine:
     def _run_pass(
         self, tasks: list[PassTask], pool: Executor | None, phase: str, progress: ProgressFn
     ) -> list[dict[str, Any]]:
-        records: dict[int, dict[str, Any]] = {}
-        todo = []
-        for task in tasks:
-            done = completed(task)
-            if done is not None:
-                records[task.partition.index] = done
-            else:
-                todo.append(task)
-        if len(records):
-            log.info("%s: reusing %d completed partitions", phase, len(records))
+        records, todo = split_completed(tasks, phase)
         total = len(tasks)
         progress(phase, len(records), total)
         if pool is None:

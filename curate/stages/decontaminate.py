@@ -33,11 +33,12 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curate.decontam.cut import cut
-from curate.decontam.index import BenchmarkFile, NGramIndex, build_index, file_sha256
+from curate.decontam.index import BenchmarkFile, NGramIndex, build_index
 from curate.decontam.words import ngram_keys, normalized_words
 from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
+from curate.verify import sha256_file as file_sha256
 
 
 class BenchmarkSpec(StageParams):

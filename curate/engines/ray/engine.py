@@ -20,7 +20,7 @@ from typing import Any
 
 import ray
 
-from curate.engines.barrier_step import completed, decide_once, summary_files
+from curate.engines.barrier_step import decide_once, split_completed, summary_files
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
 from curate.engines.ray.collective import RaySummaries
@@ -84,16 +84,7 @@ class RayEngine:
 
         phase = f"pass {k + 1}"
         tasks = [job.task(k, part) for part in job.partitions]
-        records: dict[int, dict[str, Any]] = {}
-        todo = []
-        for task in tasks:
-            done = completed(task)
-            if done is not None:
-                records[task.partition.index] = done
-            else:
-                todo.append(task)
-        if records:
-            log.info("%s: reusing %d completed partitions", phase, len(records))
+        records, todo = split_completed(tasks, phase)
         progress(phase, len(records), len(tasks))
         if todo:
             for task in todo:
