@@ -94,7 +94,8 @@ def evaluate(
         out.append((f"top_{size}gram_char_frac", fails))
         alive = alive & ~fails if shortcut else alive
     for size, frac in sorted(p.dup_ngram_char_frac.items()):
-        dup = duplicated_ngram_chars(NGrams(words, hashes, size, alive), n, len(hashes))
+        grams = NGrams(words, hashes, size, alive)
+        dup = duplicated_ngram_chars(grams, n, len(hashes), limit=frac * chars)
         fails = dup / chars > frac
         out.append((f"dup_{size}gram_char_frac", fails))
         alive = alive & ~fails if shortcut else alive

@@ -63,14 +63,22 @@ def top_ngram_chars(g: NGrams, n_docs: int) -> np.ndarray:
     out = np.zeros(n_docs, dtype=np.int64)
     if len(g.pos) == 0:
         return out
-    frame = pl.DataFrame({"d": g.doc, "k": g.key, "i": g.pos, "c": g.chars + (g.n - 1)})
+    # Where no n-gram repeats, the top one is the first (count 1); only repeated ones group.
+    starts = np.flatnonzero(np.concatenate([[True], g.doc[1:] != g.doc[:-1]]))
+    out[g.doc[starts]] = g.chars[starts] + (g.n - 1)
+    repeated = pl.Series(g.key).is_duplicated().to_numpy()
+    if not repeated.any():
+        return out
+    frame = pl.DataFrame(
+        {"d": g.doc[repeated], "k": g.key[repeated], "i": g.pos[repeated], "c": g.chars[repeated]}
+    )
     best = (
         frame.group_by("d", "k")
         .agg(pl.len().alias("count"), pl.col("i").min().alias("first"), pl.col("c").first())
         .sort(["d", "count", "first"], descending=[False, True, False])
         .unique("d", keep="first")
     )
-    out[best["d"].to_numpy()] = best["count"].to_numpy() * best["c"].to_numpy()
+    out[best["d"].to_numpy()] = best["count"].to_numpy() * (best["c"].to_numpy() + (g.n - 1))
     return out
 
 
@@ -97,53 +105,68 @@ def _chain(spots: np.ndarray, n: int) -> np.ndarray:
     return reachable & (cur == np.arange(m))
 
 
-def _scan(g: NGrams, seen_before: np.ndarray, total_words: int) -> tuple[np.ndarray, np.ndarray]:
-    """Positions the scan counts as duplicates, and the words it skips."""
+def _scan(
+    pos: np.ndarray, doc: np.ndarray, n: int, seen_before: np.ndarray, size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Indices the scan counts as duplicates, and the mask of word positions it skips."""
     idx = np.flatnonzero(seen_before)
     # documents are set n apart so that the chain enters each document at its first candidate
-    spots = g.pos[idx] + g.doc[idx] * g.n
-    hits = idx[_chain(spots, g.n)]
-    skipped = np.zeros(total_words + g.n, dtype=bool)
+    spots = pos[idx] + doc[idx] * n
+    hits = idx[_chain(spots, n)]
+    skipped = np.zeros(size + n, dtype=bool)
     if len(hits):
-        inner = (g.pos[hits][:, None] + np.arange(1, g.n)[None, :]).ravel()
+        inner = (pos[hits][:, None] + np.arange(1, n)[None, :]).ravel()
         skipped[inner] = True
     return hits, skipped
 
 
-def duplicated_ngram_chars(g: NGrams, n_docs: int, total_words: int) -> np.ndarray:
-    """Characters in duplicated n-grams per document, by datatrove's greedy scan."""
+def duplicated_ngram_chars(
+    g: NGrams, n_docs: int, total_words: int, limit: np.ndarray | None = None
+) -> np.ndarray:
+    """Characters in duplicated n-grams per document, by datatrove's greedy scan.
+
+    Exact for every document when `limit` is None; with a per-document `limit` (the
+    characters at which the rule fails), exact for documents whose first estimate is
+    within a factor of two of it, and that estimate for the others (a very repetitive
+    document can need many rounds, and is far from its limit either way).
+    """
     out = np.zeros(n_docs, dtype=np.int64)
     if len(g.pos) == 0:
         return out
     first = pl.Series(g.key).is_first_distinct().to_numpy()
-    hits, skipped = _scan(g, ~first, total_words)
+    hits, skipped = _scan(g.pos, g.doc, g.n, ~first, total_words)
+    np.add.at(out, g.doc[hits], g.chars[hits])
     # Consistent unless a skipped first occurrence's kind recurs later.
     lost = first & skipped[g.pos]
     if lost.any():
         recurs = np.isin(g.key, g.key[lost]) & ~first
         redo = np.unique(g.doc[recurs])
+        if limit is not None and len(redo):
+            near = (out[redo] >= limit[redo] / 2) & (out[redo] <= limit[redo] * 2)
+            redo = redo[near]
         if len(redo):
-            keep = ~np.isin(g.doc[hits], redo)
-            hits = np.concatenate([hits[keep], _exact(g, redo, total_words)])
-    np.add.at(out, g.doc[hits], g.chars[hits])
+            exact = _exact(g, redo)
+            out[redo] = 0
+            np.add.at(out, g.doc[exact], g.chars[exact])
     return out
 
 
-def _exact(g: NGrams, docs: np.ndarray, total_words: int) -> np.ndarray:
+def _exact(g: NGrams, docs: np.ndarray) -> np.ndarray:
     """The scan's duplicates for a few documents, iterating "seen before" to a fixed point."""
     sel = np.flatnonzero(np.isin(g.doc, docs))
-    _, group = np.unique(g.key[sel], return_inverse=True)
+    pos, doc, key = g.pos[sel], g.doc[sel], g.key[sel]
+    base = pos.min()
+    pos = pos - base
+    _, group = np.unique(key, return_inverse=True)
     visited = np.ones(len(sel), dtype=bool)
     big = np.iinfo(np.int64).max
-    sub_seen = np.zeros(len(g.pos), dtype=bool)
-    for _ in range(len(sel) + 1):
+    hits = np.zeros(0, np.int64)
+    for _ in range(len(sel) + 1):  # each round fixes at least the first inconsistent n-gram
         earliest = np.full(group.max() + 1, big, dtype=np.int64)
-        np.minimum.at(earliest, group[visited], g.pos[sel][visited])
-        sub_seen[:] = False
-        sub_seen[sel] = earliest[group] < g.pos[sel]
-        hits, skipped = _scan(g, sub_seen, total_words)
-        now = ~skipped[g.pos[sel]]
+        np.minimum.at(earliest, group[visited], pos[visited])
+        hits, skipped = _scan(pos, doc, g.n, earliest[group] < pos, int(pos.max()) + 1)
+        now = ~skipped[pos]
         if (now == visited).all():
-            return hits
+            break
         visited = now
-    return hits
+    return sel[hits]
