@@ -32,6 +32,7 @@ from typing import Any
 import phonenumbers
 from phonenumbers.phonenumbermatcher import (
     _INNER_MATCHES,
+    _LEAD_PATTERN,
     _PATTERN,
     _SLASH_SEPARATED_DATES,
     _TIME_STAMPS,
@@ -205,10 +206,33 @@ class _Scan:
 
 class _SharedMatcher(PhoneNumberMatcher):
     """A matcher used for its state (text, region, leniency, retry budget) and its
-    `_extract_match`; `SharedPhone.matches` does the iteration."""
+    `_extract_match`; `SharedPhone.matches` does the iteration.
 
-    def __init__(self, text: str, region: str, leniency: int) -> None:
+    `_parse_and_verify` (one parse of a candidate or of a part of it) is remembered too:
+    its verdict depends only on the part's characters, the region and leniency, and
+    whether the characters around it are Latin letters or currency/percent signs.
+    Parts such as "2.2.27" recur inside candidates that differ ("2.2.27-1", "2.2.27-2").
+    """
+
+    def __init__(
+        self, text: str, region: str, leniency: int, parts: dict[Any, Any] | None = None
+    ) -> None:
         super().__init__(text, region, leniency=leniency)
+        self._parts = parts if parts is not None else {}
+
+    def _parse_and_verify(self, candidate: str, offset: int) -> PhoneNumberMatch | None:
+        text = self.text
+        prev_bad = offset > 0 and not _LEAD_PATTERN.match(candidate) and _bad(text[offset - 1])
+        end = offset + len(candidate)
+        key = (candidate, prev_bad, end < len(text) and _bad(text[end]))
+        if key in self._parts:
+            number = self._parts[key]
+            return None if number is None else PhoneNumberMatch(offset, candidate, number)
+        match = super()._parse_and_verify(candidate, offset)
+        if len(self._parts) >= _MEMO_LIMIT:
+            self._parts.clear()
+        self._parts[key] = None if match is None else match.number
+        return match
 
 
 class SharedPhone:
@@ -220,6 +244,7 @@ class SharedPhone:
     def __init__(self, recognizer: PhoneRecognizer) -> None:
         self.recognizer = recognizer
         self.verdicts: dict[tuple[str, int], dict[Key, Any]] = {}
+        self.parts: dict[tuple[str, int], dict[Any, Any]] = {}
 
     def __call__(
         self, text: str, entities: list[str], nlp_artifacts: Any = None, **kwargs: Any
@@ -230,7 +255,9 @@ class SharedPhone:
         scan = _Scan(text)
         for region in r.supported_regions:
             verdicts = self.verdicts.setdefault((region, leniency), {})
-            for match in self.matches(scan, _SharedMatcher(text, region, leniency), verdicts):
+            parts = self.parts.setdefault((region, leniency), {})
+            matcher = _SharedMatcher(text, region, leniency, parts)
+            for match in self.matches(scan, matcher, verdicts):
                 results.append(r._get_recognizer_result(match, text, region, nlp_artifacts))
         return EntityRecognizer.remove_duplicates(results)
 

@@ -179,7 +179,7 @@ class Windowed:
     def slices(self, text: str) -> list[tuple[int, int]]:
         """Merged [start, end) slices, in text order."""
         n = len(text)
-        spans: list[tuple[int, int]] = []
+        raw: list[tuple[int, int]] = []  # trigger intervals, merged where they overlap
         covered = -1
         reach = self.spec.reach
         for t in self.trigger.finditer(text):
@@ -187,16 +187,25 @@ class Windowed:
                 if t.start() < covered:
                     continue
                 a, b = t.start(), t.end()
+                # the run around the trigger: computed once per run
+                back = self.back.match(text, 0, a)
+                ahead = self.ahead.match(text, b)
+                a = back.start() if back else a
+                covered = b = ahead.end() if ahead else b
+                raw.append((a, b))
+                continue
+            a, b = max(0, t.start() - reach), min(n, t.end() + reach)
+            if raw and a <= raw[-1][1]:
+                raw[-1] = (raw[-1][0], max(raw[-1][1], b))
             else:
-                if t.end() + reach <= covered:  # inside the previous slice already
-                    continue
-                a, b = max(0, t.start() - reach), min(n, t.end() + reach)
-            back = self.back.match(text, 0, a)
-            ahead = self.ahead.match(text, b)
-            a = back.start() if back else a
-            b = ahead.end() if ahead else b
-            covered = b
-            spans.append((a, b))
+                raw.append((a, b))
+        spans = raw
+        if reach is not None:  # out to the ends of the words cut, once per merged interval
+            spans = []
+            for a, b in raw:
+                back = self.back.match(text, 0, a)
+                ahead = self.ahead.match(text, b)
+                spans.append((back.start() if back else a, ahead.end() if ahead else b))
         out: list[tuple[int, int]] = []
         for a, b in spans:
             if out and a <= out[-1][1]:
