@@ -35,21 +35,31 @@ from curate.quality.rulesets import RULE_SETS
 from curate.stages.base import FilterStage, StageParams
 
 
+def _false_turns_off(schema: dict[str, Any]) -> None:
+    """The recipe schema accepts `false` for a rule set, as validation does."""
+    schema.setdefault("anyOf", []).append({"const": False})
+
+
 class QualityFilterParams(StageParams):
     gopher_repetition: GopherRepetitionParams | None = Field(
         default_factory=GopherRepetitionParams,
         description="Gopher repetition rules (Rae et al. 2021, table A1); false: off.",
+        json_schema_extra=_false_turns_off,
     )
     gopher_quality: GopherQualityParams | None = Field(
         default_factory=GopherQualityParams,
         description="Gopher quality rules (Rae et al. 2021, A.1.1); false: off.",
+        json_schema_extra=_false_turns_off,
     )
     c4: C4Params | None = Field(
-        default_factory=C4Params, description="C4 rules (Raffel et al. 2020, 2.2); false: off."
+        default_factory=C4Params,
+        description="C4 rules (Raffel et al. 2020, 2.2); false: off.",
+        json_schema_extra=_false_turns_off,
     )
     fineweb: FineWebParams | None = Field(
         default_factory=FineWebParams,
         description="FineWeb's added rules (Penedo et al. 2024, 3.3); false: off.",
+        json_schema_extra=_false_turns_off,
     )
 
     def __init__(self, **data: Any) -> None:
