@@ -7,16 +7,18 @@ default arguments, English) on the prose corpus of `benchmarks.quality_corpus`.
 Reported per rule set: documents, pass rates, agreement, Cohen's kappa, and the
 disagreements counted by (datatrove's reason, curate's reason).
 
-    /work/benchvenv-quality/bin/python -m benchmarks.quality_agreement --docs 12000
+    /work/benchvenv-quality/bin/python -m benchmarks.quality_agreement --docs 10500
 
-datatrove's verdicts are cached in work/quality/ (they take a while: spaCy splits every
-document for every filter). Writes results/quality_agreement.md and .json; exits
-non-zero when a rule set misses the targets (>= 98% agreement, kappa >= 0.9).
+datatrove's verdicts are cached in work/quality/datatrove-verdicts.jsonl by document id
+and text digest (they take a while: spaCy splits every document for every filter).
+Writes results/quality_agreement.md and .json; exits non-zero when a rule set misses
+the targets (>= 98% agreement, kappa >= 0.9).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import multiprocessing as mp
 import sys
@@ -64,16 +66,27 @@ def _judge(row: tuple[str, str]) -> dict[str, str | None]:
     return out
 
 
-def datatrove_verdicts(corpus: Path, rows: list[tuple[str, str]], workers: int) -> list[dict]:
-    cache = WORK / f"datatrove-verdicts-{corpus.stem}.jsonl"
+def datatrove_verdicts(rows: list[tuple[str, str]], workers: int) -> list[dict]:
+    """datatrove's verdicts, cached by document id and text digest (they are slow)."""
+    cache = WORK / "datatrove-verdicts.jsonl"
+    known: dict[str, dict] = {}
     if cache.exists():
-        return [json.loads(line) for line in cache.open()]
-    t0 = time.perf_counter()
-    with mp.get_context("fork").Pool(workers) as pool:
-        verdicts = pool.map(_judge, rows, chunksize=64)
-    cache.write_text("".join(json.dumps(v) + "\n" for v in verdicts))
-    print(f"datatrove judged {len(rows)} documents in {time.perf_counter() - t0:.0f}s")
-    return verdicts
+        for line in cache.open():
+            v = json.loads(line)
+            known[v["key"]] = v
+    keys = [f"{doc_id}@{hashlib.sha1(text.encode()).hexdigest()}" for doc_id, text in rows]
+    todo = [(k, row) for k, row in zip(keys, rows, strict=True) if k not in known]
+    if todo:
+        t0 = time.perf_counter()
+        with mp.get_context("fork").Pool(workers) as pool, open(cache, "a") as f:
+            for (key, _), verdict in zip(
+                todo, pool.imap(_judge, [row for _, row in todo], chunksize=16), strict=True
+            ):
+                verdict["key"] = key
+                known[key] = verdict
+                f.write(json.dumps(verdict) + "\n")
+        print(f"datatrove judged {len(todo)} documents in {time.perf_counter() - t0:.0f}s")
+    return [known[k] for k in keys]
 
 
 def curate_verdicts(texts: list[str], rule_set: str, batch: int = 1000) -> list[str | None]:
@@ -102,14 +115,14 @@ def kappa(a: list[bool], b: list[bool]) -> tuple[float, float]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--docs", type=int, default=12000)
+    ap.add_argument("--docs", type=int, default=10500)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--examples", type=int, default=0, help="print ids of disagreements")
     args = ap.parse_args()
     corpus = build(args.docs)
     docs = [json.loads(line) for line in corpus.open()]
     rows = [(d["id"], d["text"]) for d in docs]
-    dt = datatrove_verdicts(corpus, rows, args.workers)
+    dt = datatrove_verdicts(rows, args.workers)
     texts = [d["text"] for d in docs]
     report: dict[str, dict] = {}
     lines = [

@@ -47,7 +47,7 @@ def benchmark_file() -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     size = 0
     with open(out, "w", encoding="utf-8") as f:
-        for line in build_prose(12000).open():
+        for line in build_prose(10500).open():
             for para in json.loads(line)["text"].split("\n\n"):
                 if len(para.split()) < 13:
                     continue

@@ -68,7 +68,9 @@ class DocBatch:
     @cached_property
     def words(self) -> Pieces:
         """Words as the English word splitter makes them (punctuation marks included)."""
-        return Pieces.of(self.texts.str.extract_all(WORD), self.n)
+        return Pieces.of(
+            self.texts.str.extract_all(WORD).list.eval(pl.element().str.strip_chars()), self.n
+        )
 
     @cached_property
     def unified(self) -> pl.Series:

@@ -22,14 +22,27 @@ CASES = [
     ("see https://example.com/a?b=1.", ["see", "https://example.com/a?b=1", "."]),
     ("mail me@example.org now", ["mail", "me@example.org", "now"]),
     ("naïve café 東京タワー", ["naïve", "café", "東京タワー"]),
+    # punctuation inside a chunk stays unless spaCy has an infix rule for it
+    (
+        "use -m or --zone=eu in /usr/bin",
+        ["use", "-m", "or", "--zone", "=", "eu", "in", "/usr", "/", "bin"],
+    ),
+    (
+        "foo(bar) and D(Generic[S]) x@.service",
+        ["foo(bar", ")", "and", "D(Generic[S", "]", ")", "x@.service"],
+    ),
+    ("seed=/var/lib Load= https://", ["seed=/var", "/", "lib", "Load=", "https://"]),
 ]
+
+
+def split(text: str) -> list[str]:
+    return [w.strip() for w in pl.Series([text]).str.extract_all(WORD).to_list()[0]]
 
 
 @pytest.mark.parametrize(("text", "words"), CASES)
 def test_split(text: str, words: list[str]) -> None:
-    assert pl.Series([text]).str.extract_all(WORD).to_list()[0] == words
+    assert split(text) == words
 
 
 def test_whitespace_is_never_a_word() -> None:
-    got = pl.Series(["a \n\n\t b\u00a0c\u3000d"]).str.extract_all(WORD).to_list()[0]
-    assert got == ["a", "b", "c", "d"]
+    assert split("a \n\n\t b\u00a0c\u3000d") == ["a", "b", "c", "d"]
