@@ -125,6 +125,7 @@ def curate_run(corpus: Path, workers: int) -> tuple[dict[str, str], float, float
         "id_field": "id",
         "stages": [{"normalize": {"form": None, "newlines": False, "remove_control": False,
                                   "max_newlines": 0, "strip": False}}, {"pii": {}}],
+        "partition_size": "4MB",  # several partitions, so every worker has work
         "output": {"root": str(folder / "out"), "fsync": False, "rejected": True},
         "engine": {"workers": workers},
     }  # fmt: skip
