@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import sys
 import threading
 import time
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
@@ -39,6 +40,15 @@ def _worker_init() -> None:
 
 def _warm() -> int:
     return 0
+
+
+def _fork_is_safe() -> bool:
+    """Only a process with no thread pools may fork: a forked child inherits a pool's locks
+    but not its threads, and hangs the first time it uses the pool. Python's own threads
+    are countable; native pools are not, so any library that runs one (polars' rayon pool,
+    once used, deadlocks a forked worker) rules fork out once it has been imported."""
+    native_pools = ("polars",)
+    return threading.active_count() == 1 and not any(m in sys.modules for m in native_pools)
 
 
 def _import_pandas_once() -> None:
@@ -72,7 +82,7 @@ class LocalEngine:
             return
         _import_pandas_once()
         ctx: BaseContext
-        if "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1:
+        if "fork" in multiprocessing.get_all_start_methods() and _fork_is_safe():
             ctx = multiprocessing.get_context("fork")
         else:
             ctx = multiprocessing.get_context("forkserver")
