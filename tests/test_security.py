@@ -16,8 +16,14 @@ BLOCK_NETWORK = """
 import socket, sys
 def refuse(*args, **kwargs):
     raise RuntimeError(f"network access attempted: {args!r}")
-socket.socket.connect = refuse
-socket.socket.connect_ex = refuse
+def guard(real):
+    def connect(self, address, *args):
+        if self.family in (socket.AF_INET, socket.AF_INET6):  # local Unix sockets are not network
+            refuse(address)
+        return real(self, address, *args)
+    return connect
+socket.socket.connect = guard(socket.socket.connect)
+socket.socket.connect_ex = guard(socket.socket.connect_ex)
 socket.create_connection = refuse
 socket.getaddrinfo = refuse
 from curate.cli import main
