@@ -107,7 +107,7 @@ class Decontaminate(MapStage):
             digests = self._digests()
         except OSError as exc:
             raise CurateError(f"decontaminate: {exc}") from None
-        return {f"benchmark:{Path(k).name}": v[:16] for k, v in digests.items()}
+        return {f"decontaminate:{k}": v for k, v in digests.items()}
 
     def describe(self) -> dict[str, Any]:
         p: DecontaminateParams = self.params  # type: ignore[assignment]
