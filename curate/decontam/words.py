@@ -26,6 +26,7 @@ from curate.minhash.xxh32 import PAD
 
 _FOLD = np.arange(256, dtype=np.uint8)
 _FOLD[[c for c in range(128) if chr(c) in "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"]] = ord(" ")
+_FOLD[ord("A") : ord("Z") + 1] += 32  # ASCII lowercase
 _NON_ASCII_PUNCT = r"[\p{P}\p{S}&&[^\x00-\x7f]]"
 _MUL = np.uint64(0x9E3779B97F4A7C15)
 _MIX = np.uint64(0xBF58476D1CE4E5B9)
@@ -44,16 +45,18 @@ class Words:
 
 
 def fold(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Lowercased texts with non-ASCII punctuation and symbols turned into spaces."""
+    """Texts with non-ASCII characters lowercased and their punctuation and symbols turned
+    into spaces (ASCII letters and punctuation are left to the byte table)."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks else pa.array([], pa.string())
-    texts = lowercase(pc.fill_null(texts, ""))
+    texts = pc.fill_null(texts, "")
     other = pc.invert(pc.string_is_ascii(texts))
-    if pc.any(other).as_py():
+    if pc.any(other).as_py():  # ASCII text is lowercased and folded by the byte table
         import polars as pl
 
-        rest = pl.Series(pc.filter(texts, other)).str.replace_all(_NON_ASCII_PUNCT, " ")
-        texts = pc.replace_with_mask(texts, other, rest.to_arrow().cast(texts.type))
+        rest = lowercase(pc.filter(texts, other))
+        rest = pl.Series(rest).str.replace_all(_NON_ASCII_PUNCT, " ").to_arrow()
+        texts = pc.replace_with_mask(texts, other, rest.cast(texts.type))
     return texts
 
 
@@ -66,6 +69,18 @@ def normalized_words(texts: pa.Array | pa.ChunkedArray) -> Words:
     return Words(hashes, counts.astype(np.int64))
 
 
+def _window(h: np.ndarray, n: int) -> np.ndarray:
+    """sum(h[i + j] * MUL**(n - 1 - j)) for every window, by doubling (log n passes)."""
+    if n == 1:
+        return h
+    half = _window(h, n // 2)
+    m = n // 2
+    both = half[: len(half) - m] * (_MUL ** np.uint64(m)) + half[m:]  # windows of 2 * (n // 2)
+    if n % 2:
+        both = both[: len(both) - 1] * _MUL + h[2 * m :]
+    return both
+
+
 def ngram_keys(w: Words, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Keys of every n-gram and the index of its first word (documents never straddled)."""
     total = len(w.hashes)
@@ -75,9 +90,7 @@ def ngram_keys(w: Words, n: int) -> tuple[np.ndarray, np.ndarray]:
     pos = np.arange(total - n + 1, dtype=np.int64)
     ok = pos + n <= (w.starts + w.counts)[doc[: len(pos)]]
     pos = pos[ok]
-    key = w.hashes[pos].copy()
-    for j in range(1, n):
-        key = key * _MUL + w.hashes[pos + j]
+    key = _window(w.hashes, n)[pos]
     key ^= key >> np.uint64(31)
     key *= _MIX
     key ^= key >> np.uint64(29)

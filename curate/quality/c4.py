@@ -94,9 +94,7 @@ def evaluate(
 
 def _sentences(lines: pl.Series, doc: np.ndarray, n_docs: int) -> np.ndarray:
     """Sentences per document, summed over its lines, as spaCy's sentencizer counts them."""
-    words = Pieces.of(
-        lines.str.extract_all(WORD).list.eval(pl.element().str.strip_chars()), len(lines)
-    )
+    words = Pieces.of(lines.str.extract_all(WORD), len(lines), strip=True)
     mark = words.values.str.contains(patterns.SENTENCE_MARK).to_numpy()
     punct = words.values.str.contains(patterns.PUNCT_WORD).to_numpy()
     marks_upto = np.cumsum(mark)  # marks among words [0, i]

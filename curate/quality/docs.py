@@ -27,12 +27,15 @@ class Pieces:
     counts: np.ndarray
 
     @classmethod
-    def of(cls, lists: pl.Series, n_docs: int) -> Pieces:
+    def of(cls, lists: pl.Series, n_docs: int, strip: bool = False) -> Pieces:
+        """`strip`: the pieces are words of `words.WORD`, some with a space in front."""
         counts = lists.list.len().fill_null(0).to_numpy().astype(np.int64)
         arrow = lists.to_arrow()
         if isinstance(arrow, pa.ChunkedArray):
             arrow = arrow.combine_chunks()
         values = pl.Series(arrow.flatten()) if len(arrow) else pl.Series([], dtype=pl.String)
+        if strip and len(values):
+            values = values.str.strip_chars()
         doc = np.repeat(np.arange(n_docs, dtype=np.int64), counts)
         return cls(values, doc, counts)
 
@@ -68,9 +71,7 @@ class DocBatch:
     @cached_property
     def words(self) -> Pieces:
         """Words as the English word splitter makes them (punctuation marks included)."""
-        return Pieces.of(
-            self.texts.str.extract_all(WORD).list.eval(pl.element().str.strip_chars()), self.n
-        )
+        return Pieces.of(self.texts.str.extract_all(WORD), self.n, strip=True)
 
     @cached_property
     def unified(self) -> pl.Series:

@@ -20,7 +20,7 @@ import numpy as np
 from pydantic import Field
 
 from curate.quality.docs import DocBatch, Pieces
-from curate.quality.ngrams import NGrams, duplicated_ngram_chars, top_ngram_chars, word_hashes
+from curate.quality.ngrams import NGrams, Rolling, duplicated_ngram_chars, top_ngram_chars
 from curate.stages.base import StageParams
 
 
@@ -86,16 +86,16 @@ def evaluate(
         return out
     if shortcut:
         alive = alive & ~np.logical_or.reduce([f for _, f in out])
-    words = docs.words
-    hashes = word_hashes(words)
+    rolling = Rolling(docs.words)
+    total = len(rolling.hashes)
     for size, frac in sorted(p.top_ngram_char_frac.items()):
-        top = top_ngram_chars(NGrams(words, hashes, size, alive), n)
+        top = top_ngram_chars(NGrams(rolling, size, alive), n)
         fails = top / chars > frac
         out.append((f"top_{size}gram_char_frac", fails))
         alive = alive & ~fails if shortcut else alive
     for size, frac in sorted(p.dup_ngram_char_frac.items()):
-        grams = NGrams(words, hashes, size, alive)
-        dup = duplicated_ngram_chars(grams, n, len(hashes), limit=frac * chars)
+        grams = NGrams(rolling, size, alive)
+        dup = duplicated_ngram_chars(grams, n, total, limit=frac * chars)
         fails = dup / chars > frac
         out.append((f"dup_{size}gram_char_frac", fails))
         alive = alive & ~fails if shortcut else alive

@@ -39,23 +39,45 @@ def _mix(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(29))
 
 
+class Rolling:
+    """Raw keys of every word window of a batch, n after n: each size costs one pass.
+
+    Windows may straddle documents here; `NGrams` keeps those within one.
+    """
+
+    def __init__(self, words: Pieces) -> None:
+        self.words = words
+        self.hashes = word_hashes(words)
+        self.n = 1
+        self.raw = self.hashes.copy()
+        counts = words.counts
+        self.pos_in_doc = (
+            np.arange(len(self.hashes), dtype=np.int64) - (np.cumsum(counts) - counts)[words.doc]
+        )
+        self.csum = np.concatenate([[0], np.cumsum(words.lengths)])
+
+    def size(self, n: int) -> np.ndarray:
+        if n < self.n:  # start again (sizes usually come in increasing order)
+            self.n, self.raw = 1, self.hashes.copy()
+        while self.n < n:
+            self.raw = self.raw[:-1] * _MUL + self.hashes[self.n :]
+            self.n += 1
+        return self.raw
+
+
 class NGrams:
     """Every n-gram start of a batch: its key (document mixed in), position and sizes."""
 
-    def __init__(self, words: Pieces, hashes: np.ndarray, n: int, alive: np.ndarray) -> None:
-        counts = words.counts
-        starts = np.cumsum(counts) - counts
-        pos_in_doc = np.arange(len(hashes), dtype=np.int64) - starts[words.doc]
-        ok = (pos_in_doc + n <= counts[words.doc]) & alive[words.doc]
+    def __init__(self, rolling: Rolling, n: int, alive: np.ndarray) -> None:
+        words = rolling.words
+        raw = rolling.size(n)
+        doc = words.doc[: len(raw)]
+        ok = (rolling.pos_in_doc[: len(raw)] + n <= words.counts[doc]) & alive[doc]
         self.n = n
         self.pos = np.flatnonzero(ok)  # global word index of each n-gram's first word
-        self.doc = words.doc[self.pos]
-        key = hashes[self.pos].copy()
-        csum = np.concatenate([[0], np.cumsum(words.lengths)])
-        for j in range(1, n):
-            key = key * _MUL + hashes[self.pos + j]
-        self.key = _mix(key ^ (self.doc.astype(np.uint64) * _MIX))
-        self.chars = csum[self.pos + n] - csum[self.pos]  # the words' characters, no spaces
+        self.doc = doc[self.pos]
+        self.key = _mix(raw[self.pos] ^ (self.doc.astype(np.uint64) * _MIX))
+        self.chars = rolling.csum[self.pos + n] - rolling.csum[self.pos]  # no spaces
 
 
 def top_ngram_chars(g: NGrams, n_docs: int) -> np.ndarray:

@@ -21,9 +21,10 @@ from __future__ import annotations
 _W = r"[\p{L}\p{N}\p{M}]"
 _G = r"_()\[\]{}\"*#&;!?@$%^|~+`\\."
 # What may join two runs of letters and digits inside one word: punctuation spaCy has no
-# infix rule for (os.path, x86_64, foo(bar, D(Generic[S, unit@.service), or one of
-# - : / = < > , that is not followed by a letter (utf-8, 12:30, 1,000, seed=/var)
-_JOIN = rf"(?:[{_G}]+{_W}+|[{_G}]*[\-:/=<>,]+(?:\p{{N}}{_W}*|[{_G}/\\]+{_W}+))"
+# infix rule for (os.path, x86_64, foo(bar, D(Generic[S, unit@.service), after which even
+# - : / = < > , join (roff's product\-search), or one of those not followed by a letter
+# (utf-8, 12:30, 1,000, seed=/var)
+_JOIN = rf"(?:[{_G}][{_G}\-:/=<>,]*{_W}+|[\-:/=<>,]+(?:\p{{N}}{_W}*|[{_G}/\\]+{_W}+))"
 _ABBREVIATIONS = "Mr|Mrs|Ms|Dr|Jr|Sr|St|vs|Inc|Ltd|Co|Corp|Prof|Mt|Jan|Feb|Aug|Sept|Oct|Nov|Dec"
 
 WORD = "|".join(
@@ -35,9 +36,11 @@ WORD = "|".join(
         r"(?:\p{L}\.){2,}",
         rf"\b(?:{_ABBREVIATIONS})\.",
         r"\b\p{L}\.\B",
-        # a dash or slash starting a chunk is no prefix: it stays on its word (-m, --zone,
-        # /usr); the match takes the space before it, which the caller strips
-        rf"(?:^|\s)[\-/]+(?:{_W}+{_JOIN}*)?",
+        # a dash, slash, dot or backslash starting a chunk is no prefix: it stays on its
+        # word (-m, --zone, /usr, .TH, \fB); the match takes the space before it, which the
+        # caller strips (an ellipsis starting a chunk is one, on its own)
+        r"(?:^|\s)\.{2,}",
+        rf"(?:^|\s)[\-/.\\][{_G}\-/]*(?:{_W}+{_JOIN}*)?",
         # a word: letters, digits and marks, joined as _JOIN says
         # "=", "-" or "/" ending a chunk stays too (LoadCredential=); the space is stripped
         rf"{_W}+{_JOIN}*(?:[=\-/]+(?:\s|$))?",

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from curate.quality.docs import DocBatch
-from curate.quality.ngrams import NGrams, duplicated_ngram_chars, top_ngram_chars, word_hashes
+from curate.quality.ngrams import NGrams, Rolling, duplicated_ngram_chars, top_ngram_chars
 
 VOCAB = ["a", "bb", "ccc", "dd", "e", "ffff"]
 
@@ -40,7 +40,7 @@ def stats(docs: list[list[str]], n: int) -> tuple[list[int], list[int]]:
     batch = DocBatch(__import__("pyarrow").array([" ".join(d) for d in docs]))
     words = batch.words
     alive = np.ones(batch.n, dtype=bool)
-    grams = NGrams(words, word_hashes(words), n, alive)
+    grams = NGrams(Rolling(words), n, alive)
     dup = duplicated_ngram_chars(grams, batch.n, len(words.values))
     top = top_ngram_chars(grams, batch.n)
     return dup.tolist(), top.tolist()
