@@ -64,6 +64,18 @@ class DocBatch:
         self.texts = texts.cast(pl.String).fill_null("")
         self.n = len(self.texts)
 
+    def subset(self, keep: np.ndarray) -> DocBatch:
+        """The documents where `keep` is True, with the words already split carried over."""
+        out = DocBatch(self.texts.filter(pl.Series(keep)))
+        if "words" in self.__dict__:
+            w: Pieces = self.__dict__["words"]
+            index = np.cumsum(keep) - 1
+            on = keep[w.doc]
+            out.__dict__["words"] = Pieces(
+                w.values.filter(pl.Series(on)), index[w.doc[on]], w.counts[keep]
+            )
+        return out
+
     @cached_property
     def chars(self) -> np.ndarray:
         return self.texts.str.len_chars().to_numpy().astype(np.int64)

@@ -77,11 +77,21 @@ def evaluate_rules(
     shows: how many each rule would remove on its own).
     """
     docs = DocBatch(texts)
-    alive = np.ones(docs.n, dtype=bool)
+    n = docs.n
+    alive = np.ones(n, dtype=bool)
     out: list[tuple[str, np.ndarray]] = []
     for name, (_, evaluate) in RULE_SETS.items():
         p = getattr(params, name)
         if p is None:
+            continue
+        if shortcut and not alive.all():  # later rule sets see only the documents still in
+            where = np.flatnonzero(alive)
+            sub = docs.subset(alive)
+            for rule, fails in evaluate(sub, p, np.ones(sub.n, dtype=bool), shortcut):
+                full = np.zeros(n, dtype=bool)
+                full[where] = fails
+                out.append((f"{name}:{rule}", full))
+                alive &= ~full
             continue
         for rule, fails in evaluate(docs, p, alive, shortcut):
             out.append((f"{name}:{rule}", fails))
