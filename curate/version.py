@@ -38,11 +38,11 @@ class Version:
     """One immutable, published version of a dataset."""
 
     def __init__(self, path: str | Path, *, up_to_date: bool = False) -> None:
+        self._lock_fd: int | None = None  # first: __del__ runs even when __init__ raises
         self.path = Path(path).resolve()
         if not (self.path / "manifest.json").is_file():
             raise CurateError(f"{self.path} is not a curate version (no manifest.json)")
         self.up_to_date = up_to_date
-        self._lock_fd: int | None = None
 
     def hold(self) -> Version:
         """Take a shared read lock on this version, so `curate gc` leaves it alone while this
