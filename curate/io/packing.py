@@ -45,8 +45,9 @@ class PackSpec:
             ]
         )
 
-    def start(self, partition: int) -> Packer:
-        return Packer(self, partition)
+    def start(self, partition: int, prefix: str = "pack") -> Packer:
+        """A packer for one partition; its rows are named `{prefix}-{partition}-{row}`."""
+        return Packer(self, partition, prefix)
 
 
 class AsksForPacking(Protocol):
@@ -77,9 +78,10 @@ class Packer:
     last token is in those rows, so the manifest can still count documents written.
     """
 
-    def __init__(self, spec: PackSpec, partition: int) -> None:
+    def __init__(self, spec: PackSpec, partition: int, prefix: str = "pack") -> None:
         self.spec = spec
         self.partition = partition
+        self.prefix = prefix
         self.rows = 0
         self._tokens = np.empty(0, np.uint32)
         self._ids = pa.array([], pa.string())
@@ -146,7 +148,7 @@ class Packer:
         offset0[first == 0] += self._first_offset
         lengths = (row_end - row_start).astype(np.int32)
         token_offsets = pa.array(np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32))
-        row_ids = [f"pack-{self.partition:05d}-{self.rows + i:09d}" for i in range(n)]
+        row_ids = [f"{self.prefix}-{self.partition:05d}-{self.rows + i:09d}" for i in range(n)]
         self.rows += n
         return pa.RecordBatch.from_arrays(
             [

@@ -22,15 +22,16 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from curate.chat.mask import NotPrefixStable, prefix_spans, token_mask
 from curate.chat.spec import MESSAGES
 from curate.chat.template import Renderer, TemplateText, find_template, special_tokens_map
 from curate.io.batches import ID
+from curate.io.chat_packing import ChatPackSpec
 from curate.io.packing import NUM_TOKENS, TOKENS
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
-from curate.stages.tokenize import id_type
+from curate.stages.tokenize import PackParams, id_type
 from curate.tokenizers.identity import file_digests
 from curate.tokenizers.source import TokenizerSource, resolve_source
 
@@ -69,6 +70,25 @@ class ChatTemplateParams(StageParams):
     variables: dict[str, str | int | float | bool] = Field(
         default_factory=dict, description="Extra template variables (e.g. date_string)."
     )
+    pack: PackParams | None = Field(
+        None,
+        description="Pack whole conversations into ragged rows of at most seq_len tokens, with "
+        "position_ids and cu_seqlens (curate.io.chat_packing); max_len defaults to seq_len.",
+    )
+
+    @model_validator(mode="after")
+    def _pack_fits(self) -> ChatTemplateParams:
+        """A packed row holds whole conversations, so none may be longer than a row: max_len
+        (with `overlong`) is what drops or truncates the longer ones, and is counted."""
+        if self.pack is not None:
+            if self.max_len is None:
+                object.__setattr__(self, "max_len", self.pack.seq_len)
+            elif self.max_len > self.pack.seq_len:
+                raise ValueError(
+                    f"max_len {self.max_len} is longer than pack.seq_len {self.pack.seq_len}: "
+                    "a packed row holds whole conversations"
+                )
+        return self
 
 
 class ChatTemplate(MapStage):
@@ -129,7 +149,9 @@ class ChatTemplate(MapStage):
                 "mask": self.p.mask,
                 "max_len": self.p.max_len,
                 "overlong": self.p.overlong,
-            }
+            },
+            **({"pack": {"seq_len": self.p.pack.seq_len, "kind": "conversations",
+                         "where": "shard writer, per partition"}} if self.p.pack else {}),
         }  # fmt: skip
 
     # -- loaded once per worker ---------------------------------------------------------
@@ -159,7 +181,15 @@ class ChatTemplate(MapStage):
         tok = self._loaded()[0]
         return id_type(tok.get_vocab_size(with_added_tokens=True))
 
+    def pack_spec(self) -> ChatPackSpec | None:
+        if self.p.pack is None:
+            return None
+        return ChatPackSpec(self.p.pack.seq_len, self.id_type(), self.p.mask)
+
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        spec = self.pack_spec()
+        if spec is not None:
+            return spec.output_schema()
         if not self.p.keep_messages and MESSAGES in schema.names:
             schema = schema.remove(schema.get_field_index(MESSAGES))
         schema = schema.append(pa.field(TOKENS, pa.list_(self.id_type())))
