@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 from conftest import REPO
@@ -38,14 +39,22 @@ def sample_copy(tmp_path: Path) -> Path:
     base = REPO / "recipes"
     recipe["inputs"] = [str((base / p).resolve()) for p in recipe["inputs"]]
     recipe["output"]["root"] = str(tmp_path / "out")
-    for stage in recipe["stages"]:  # files a stage names (a tokenizer) stay where they are
-        for params in stage.values():
-            for key, value in (params or {}).items():
-                if isinstance(value, str) and (base / value).exists():
-                    params[key] = str((base / value).resolve())
+    # files a stage names (a tokenizer, benchmark files), however deep, stay where they are
+    recipe["stages"] = absolute_paths(recipe["stages"], base)
     path = tmp_path / "sample.yaml"
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     return path
+
+
+def absolute_paths(value: Any, base: Path) -> Any:
+    """`value` with every string that names an existing file under `base` made absolute."""
+    if isinstance(value, dict):
+        return {key: absolute_paths(item, base) for key, item in value.items()}
+    if isinstance(value, list):
+        return [absolute_paths(item, base) for item in value]
+    if isinstance(value, str) and value and (base / value).exists():
+        return str((base / value).resolve())
+    return value
 
 
 def run_offline(
