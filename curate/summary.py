@@ -24,4 +24,6 @@ def render_summary(version: Version) -> str:
         f"quarantined {c['quarantined']:,}  shards {len(m['shards'])} ({format_size(size)})  "
         f"in {m['timings']['total']:.2f}s"
     )
+    if m.get("tokens") is not None:  # tokenized data: what a trainer budgets by
+        lines[-1] += f"  tokens {m['tokens']:,}"
     return "\n".join(lines)

@@ -102,6 +102,9 @@ def test_run_records_tokenizer_identity_and_follows_its_files(tmp_path: Path) ->
         == details["files"]["tokenizer.json"]
     )
     assert m["tokens"] == sum(s["tokens"] for s in m["shards"]) > 0
+    from curate.summary import render_summary
+
+    assert f"tokens {m['tokens']:,}" in render_summary(v1)  # the CLI's table shows the total
     assert [f["name"] for f in m["schema"]] == ["id", "input_ids", "num_tokens"]
     assert curate.run(recipe).up_to_date
     config = json.loads((tmp_path / "tok" / "tokenizer_config.json").read_text())
