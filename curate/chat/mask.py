@@ -11,15 +11,20 @@ Two ways to find the assistant's characters, then one way to map them to tokens:
   reported, never guessed. Whitespace after a closing special token (ChatML's newline
   after `<|im_end|>`) is left out: the loss is on the content and the end-of-turn token.
 
-Characters become tokens as `transformers` maps them (`char_to_token` of a span's first
-and last character, everything in between included).
+Characters become tokens as `transformers` maps them: every token that overlaps a span
+(`curate.chat.tokens.assistant_mask`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 
 import numpy as np
+
+from curate.chat.tokens import CLOSE, OPEN
+
+_MARKER = re.compile(f"[{OPEN}{CLOSE}]")
 
 Span = tuple[int, int]
 RenderFn = Callable[[list[dict[str, str]], bool], str]
@@ -49,22 +54,12 @@ def prefix_spans(
     return spans
 
 
-def token_mask(offsets: np.ndarray, spans: Sequence[Span], n_tokens: int) -> np.ndarray:
-    """A 0/1 mask over tokens from character spans; offsets: (n_tokens, 2) character ranges."""
-    mask = np.zeros(n_tokens, dtype=np.uint8)
-    if not n_tokens or not spans:
-        return mask
-    starts, ends = offsets[:, 0], offsets[:, 1]
-    for start, end in spans:
-        first = _char_to_token(starts, ends, start)
-        if first is None or end <= start:
-            continue
-        last = _char_to_token(starts, ends, end - 1)
-        mask[first : (last + 1 if last is not None else n_tokens)] = 1
-    return mask
-
-
-def _char_to_token(starts: np.ndarray, ends: np.ndarray, char: int) -> int | None:
-    """The first token whose character range holds `char` (as tokenizers' char_to_token)."""
-    hits = np.flatnonzero((starts <= char) & (ends > char))
-    return int(hits[0]) if len(hits) else None
+def unmarked_spans(text: str, spans: Sequence[Span]) -> list[Span]:
+    """Spans in a text rendered from marked contents (`curate.chat.tokens`), moved to the
+    same text without its markers."""
+    if not spans:
+        return list(spans)
+    marks = np.array([m.start() for m in _MARKER.finditer(text)], dtype=np.int64)
+    flat = np.asarray(spans, dtype=np.int64).reshape(-1)
+    moved = flat - np.searchsorted(marks, flat, side="left")
+    return [(int(a), int(b)) for a, b in moved.reshape(-1, 2)]

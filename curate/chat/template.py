@@ -4,7 +4,8 @@ Templates are code from a model repository, so they run in Jinja's
 `ImmutableSandboxedEnvironment`: no attribute access to Python internals, no mutation
 of the messages. The environment is the one `transformers`' `apply_chat_template`
 builds (`trim_blocks`, `lstrip_blocks`, loop controls, the `{% generation %}` tag,
-`tojson` without ASCII escaping, `raise_exception`), and templates are called with
+`tojson` without ASCII escaping, `raise_exception`, its restricted `dict` and
+`namespace`; transformers 5.24), and templates are called with
 the same variables (`messages`, `tools`, `documents`, `add_generation_prompt`, and the
 tokenizer's special tokens by name), so the rendered text is the text a model was
 trained and is served with. `strftime_now` returns a date fixed by the recipe, not
@@ -127,6 +128,8 @@ class Renderer:
         env.filters["tojson"] = tojson
         env.globals["raise_exception"] = raise_exception
         env.globals["strftime_now"] = now.strftime
+        env.globals["dict"] = _TemplateDict()
+        env.globals["namespace"] = _namespace_class()
         self.env = env
         self.compiled = env.from_string(template.text)
         self.variables = variables
@@ -146,6 +149,43 @@ class Renderer:
             ):
                 blocks.append(block)
         return "".join(blocks), spans
+
+
+class _TemplateDict:
+    """`dict` inside templates: calls and `fromkeys` only, no attribute access to the type."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> dict[Any, Any]:
+        return dict(*args, **kwargs)
+
+    def fromkeys(self, *args: Any, **kwargs: Any) -> dict[Any, Any]:
+        return dict.fromkeys(*args, **kwargs)
+
+
+def _namespace_class() -> Any:
+    """Jinja's `namespace`, refusing underscore names (a way to CPython internals), as
+    transformers' does."""
+    import jinja2
+    import jinja2.utils
+
+    def check(name: Any) -> None:
+        if isinstance(name, str) and name.startswith("_"):
+            raise jinja2.exceptions.SecurityError(
+                f"Chat templates cannot store underscore-prefixed attributes on a namespace, "
+                f"but got {name!r}. Please rename the attribute."
+            )
+
+    class TemplateNamespace(jinja2.utils.Namespace):
+        def __init__(*args: Any, **kwargs: Any) -> None:
+            self, rest = args[0], args[1:]
+            for name in dict(*rest, **kwargs):
+                check(name)
+            jinja2.utils.Namespace.__init__(self, *rest, **kwargs)
+
+        def __setitem__(self, name: str, value: Any) -> None:
+            check(name)
+            jinja2.utils.Namespace.__setitem__(self, name, value)
+
+    return TemplateNamespace
 
 
 _TRACKER: Any = None

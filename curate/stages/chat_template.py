@@ -3,10 +3,12 @@
 A map stage over the `messages` column (see `curate.chat`): each conversation is
 rendered by the model's Jinja chat template in a sandbox, exactly as `transformers`'
 `apply_chat_template` renders it, and the text is tokenized as `apply_chat_template(
-tokenize=True)` does (the model's tokenizer.json, special-token strings parsed, no
-special tokens added). The assistant's tokens are found from the template's
-`{% generation %}` blocks or, without them, by rendering prefixes (`curate.chat.mask`);
-the stage writes `labels` (-100 everywhere else) or a 0/1 `loss_mask`, and `num_tokens`.
+tokenize=True)` does (the template's special-token strings as their ids, no special
+tokens added), by any tokenizer family the tokenize stage loads (`curate.chat.tokens`).
+The assistant's tokens are found from the template's `{% generation %}` blocks or,
+without them, by rendering prefixes (`curate.chat.mask`), and marked as transformers'
+assistant mask marks them; the stage writes `labels` (-100 everywhere else) or a 0/1
+`loss_mask`, and `num_tokens`.
 
 Conversations longer than `max_len` are dropped or truncated, as the recipe says, and
 counted. A template error (a template's own `raise_exception`, such as roles that do not
@@ -24,14 +26,16 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field, model_validator
 
-from curate.chat.mask import NotPrefixStable, prefix_spans, token_mask
+from curate.chat.mask import NotPrefixStable, prefix_spans, unmarked_spans
 from curate.chat.spec import MESSAGES
 from curate.chat.template import Renderer, TemplateText, find_template, special_tokens_map
+from curate.chat.tokens import ChatTokenizer, Unmappable, assistant_mask, load_chat_tokenizer
 from curate.io.batches import ID
 from curate.io.chat_packing import ChatPackSpec
 from curate.io.packing import NUM_TOKENS, TOKENS
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
 from curate.stages.tokenize import PackParams, id_type
+from curate.tokenizers.encoders import library_versions
 from curate.tokenizers.identity import file_digests
 from curate.tokenizers.source import TokenizerSource, resolve_source
 
@@ -42,8 +46,15 @@ IGNORE = -100
 
 class ChatTemplateParams(StageParams):
     source: str = Field(
-        description="The model's tokenizer.json or its folder (or a hub id in the local HF "
-        "cache), relative to the recipe."
+        description="The model's tokenizer (tokenizer.json, a SentencePiece .model, a tekken "
+        ".json or a .tiktoken file) or its folder, or a hub id in the local HF cache; relative "
+        "to the recipe."
+    )
+    kind: Literal["auto", "tokenizer.json", "sentencepiece", "tekken", "tiktoken"] = Field(
+        "auto", description="The tokenizer's family, when a folder holds several."
+    )
+    threads: int | None = Field(
+        None, ge=1, description="Encoder threads per worker; default: the worker's CPU share."
     )
     template: str | None = Field(
         None,
@@ -113,7 +124,7 @@ class ChatTemplate(MapStage):
     def source(self) -> TokenizerSource:
         found: TokenizerSource | None = self.__dict__.get("_source")
         if found is None:
-            found = resolve_source(self.p.source, self.base_dir, "tokenizer.json")
+            found = resolve_source(self.p.source, self.base_dir, self.p.kind)
             self.__dict__["_source"] = found
         return found
 
@@ -132,7 +143,7 @@ class ChatTemplate(MapStage):
         return self.p.assistant == "generation"
 
     def software(self) -> dict[str, str]:
-        soft = {lib: _version(lib) for lib in ("jinja2", "tokenizers")}
+        soft = {"jinja2": _version("jinja2"), **library_versions(self.source)}
         soft.update({f"tokenizer_sha256:{k}": v for k, v in file_digests(self.source).items()})
         soft["chat_template_sha256"] = self.template.sha256
         return soft
@@ -145,6 +156,7 @@ class ChatTemplate(MapStage):
                 "assistant_tokens": "generation blocks" if self.uses_generation_tags()
                 else "prefix renderings",
                 "tokenizer": str(self.source.main),
+                "tokenizer_kind": self.source.kind,
                 "special_tokens_passed": sorted(special_tokens_map(self.source)),
                 "mask": self.p.mask,
                 "max_len": self.p.max_len,
@@ -159,27 +171,21 @@ class ChatTemplate(MapStage):
     def setup(self) -> None:
         self._loaded()
 
-    def _loaded(self) -> tuple[Any, Renderer, list[str], re.Pattern[str] | None]:
+    def _loaded(self) -> tuple[ChatTokenizer, Renderer, re.Pattern[str] | None]:
         found = self.__dict__.get("_loaded_objects")
         if found is None:
-            import tokenizers
-
-            tok = tokenizers.Tokenizer.from_file(str(self.source.main))
-            tok.no_truncation()
-            tok.no_padding()
-            tok.encode_special_tokens = False  # as apply_chat_template: the template's tokens
-            specials = [t.content for t in tok.get_added_tokens_decoder().values() if t.special]
+            tok = load_chat_tokenizer(self.source, self.p.threads or max(1, pa.cpu_count()))
             variables = {**special_tokens_map(self.source), **self.p.variables}
             now = datetime.fromisoformat(self.p.now)
             renderer = Renderer(self.template, now, variables)
+            specials = sorted(tok.specials, key=len, reverse=True)
             pattern = re.compile("|".join(map(re.escape, specials))) if specials else None
-            found = (tok, renderer, specials, pattern)
+            found = (tok, renderer, pattern)
             self.__dict__["_loaded_objects"] = found
         return found
 
     def id_type(self) -> pa.DataType:
-        tok = self._loaded()[0]
-        return id_type(tok.get_vocab_size(with_added_tokens=True))
+        return id_type(self._loaded()[0].vocab_size)
 
     def pack_spec(self) -> ChatPackSpec | None:
         if self.p.pack is None:
@@ -202,25 +208,42 @@ class ChatTemplate(MapStage):
     # -- the work ---------------------------------------------------------------------
 
     def render(self, messages: list[dict[str, str]]) -> tuple[str, list[tuple[int, int]]]:
-        """The conversation's text and its assistant character spans (raises on failure)."""
-        _, renderer, specials, _ = self._loaded()
+        """The conversation's text as transformers renders it, and its assistant character
+        spans (raises on failure)."""
+        tok = self._loaded()[0]
+        text, spans = self._render(messages, marked=False)
+        return tok.clean(text), spans
+
+    def _render(
+        self, messages: list[dict[str, str]], marked: bool
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """The text to encode (contents' special strings in markers when `marked`), and the
+        assistant spans in the text without markers."""
+        tok, renderer, _ = self._loaded()
+        if marked:
+            messages = [{**m, "content": tok.mark(m["content"])} for m in messages]
         text, spans = renderer.render(messages, False)
         if not self.uses_generation_tags():
+            specials = list(tok.specials)
             spans = prefix_spans(messages, text, lambda m, g: renderer.render(m, g)[0], specials)
+        if marked:
+            spans = unmarked_spans(text, spans)
         return text, spans
 
     def process(self, batch: pa.RecordBatch) -> StageResult:
         import jinja2
 
-        tok, _, _, pattern = self._loaded()
+        tok, _, pattern = self._loaded()
         conversations = batch.column(MESSAGES).to_pylist()
         texts, spans, rows, removed_rows, reasons = [], [], [], [], []
         special_in_content = 0
         for row, messages in enumerate(conversations):
-            if pattern is not None and any(pattern.search(m["content"]) for m in messages):
-                special_in_content += 1
+            has_special = pattern is not None and any(
+                pattern.search(m["content"]) for m in messages
+            )
+            special_in_content += has_special
             try:
-                text, found = self.render(messages)
+                text, found = self._render(messages, marked=has_special and tok.marks_content)
             except jinja2.exceptions.TemplateError as exc:
                 removed_rows.append(row)
                 reasons.append(f"template_error: {str(exc)[:200]}")
@@ -232,13 +255,14 @@ class ChatTemplate(MapStage):
             texts.append(text)
             spans.append(found)
             rows.append(row)
-        encodings = tok.encode_batch(texts, add_special_tokens=False) if texts else []
         ids_out, masks_out, kept = [], [], []
         truncated = 0
-        for row, enc, found in zip(rows, encodings, spans, strict=True):
-            ids = np.asarray(enc.ids, dtype=np.int64)
-            offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-            mask = token_mask(offsets, found, len(ids))
+        for row, tokens, found in zip(rows, tok.encode(texts), spans, strict=True):
+            if isinstance(tokens, Unmappable):
+                removed_rows.append(row)
+                reasons.append(f"token_offsets_unmappable: {tokens}")
+                continue
+            ids, mask = tokens.ids, assistant_mask(tokens, found)
             if self.p.max_len is not None and len(ids) > self.p.max_len:
                 if self.p.overlong == "drop":
                     removed_rows.append(row)

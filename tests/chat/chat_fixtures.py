@@ -1,14 +1,11 @@
-"""Chat templates in the styles of common model families, a tokenizer that knows their
-special tokens, varied conversations, and the reference: `transformers`' own rendering
-(its `_compile_jinja_template` environment and `apply_chat_template` call, restated here
-because transformers is not installed) and tokenization (`tokenizers`, special tokens
-parsed, none added)."""
+"""Chat templates in the styles of common model families (each with a twin that marks the
+assistant's part with `{% generation %}` and renders the same text), tokenizers that know
+their special tokens, varied conversations, and `transformers`' own rendering."""
 
 from __future__ import annotations
 
 import json
 import random
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +51,33 @@ MISTRAL = (
     "{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}"
     "{% endif %}{% endfor %}"
 )
+# The same two with the assistant's part in {% generation %} blocks: they render the same
+# text, so transformers' assistant mask for them is the reference for the prefix method.
+LLAMA3_GENERATION = (
+    "{% set loop_messages = messages %}{% for message in loop_messages %}"
+    "{% set header = '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' %}"
+    "{% if loop.index0 == 0 %}{% set header = bos_token + header %}{% endif %}"
+    "{% if message['role'] == 'assistant' %}{{ header }}"
+    "{% generation %}{{ message['content'] | trim + '<|eot_id|>' }}{% endgeneration %}"
+    "{% else %}{{ header + message['content'] | trim + '<|eot_id|>' }}{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|start_header_id|>assistant<|end_header_id|>\n\n' }}"
+    "{% endif %}"
+)
+MISTRAL_GENERATION = (
+    "{{ bos_token }}{% for message in messages %}"
+    "{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{% endif %}"
+    "{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+    "{% elif message['role'] == 'assistant' %}"
+    "{% generation %}{{ message['content'] + eos_token }}{% endgeneration %}{{ ' ' }}"
+    "{% else %}{{ raise_exception('Only user and assistant roles are supported!') }}"
+    "{% endif %}{% endfor %}"
+)
 TEMPLATES = {"chatml": CHATML, "chatml_generation": CHATML_GENERATION, "llama3": LLAMA3,
              "mistral": MISTRAL}  # fmt: skip
+GENERATION_TWIN = {"chatml": CHATML_GENERATION, "chatml_generation": CHATML_GENERATION,
+                   "llama3": LLAMA3_GENERATION, "mistral": MISTRAL_GENERATION}  # fmt: skip
 EOT = {"chatml": "<|im_end|>", "chatml_generation": "<|im_end|>", "llama3": "<|eot_id|>",
        "mistral": "</s>"}  # fmt: skip
 
@@ -117,30 +139,83 @@ def conversations(n: int, seed: int = 9, system: bool = True) -> list[list[dict[
     return out
 
 
-def hf_render(template: str, messages: list[dict[str, str]], specials: dict[str, Any],
-              add_generation_prompt: bool = False) -> str:  # fmt: skip
-    """transformers' _compile_jinja_template + render_jinja_template, without the tracker."""
-    import jinja2
-    import jinja2.ext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+def hf_render(
+    template: str, messages: list[dict[str, str]], specials: dict[str, Any],
+    add_generation_prompt: bool = False,
+) -> tuple[str, list[tuple[int, int]]]:  # fmt: skip
+    """transformers' own rendering (`render_jinja_template`, what `apply_chat_template`
+    calls) and its `{% generation %}` spans (empty without generation blocks)."""
+    from transformers.utils.chat_template_utils import render_jinja_template
 
-    def raise_exception(message: str) -> None:
-        raise jinja2.exceptions.TemplateError(message)
-
-    def tojson(x: Any, ensure_ascii: bool = False, indent: Any = None, separators: Any = None,
-               sort_keys: bool = False) -> str:  # fmt: skip
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators,
-                          sort_keys=sort_keys)  # fmt: skip
-
-    env = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, extensions=[jinja2.ext.loopcontrols]
-    )
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = datetime(2026, 1, 1).strftime
-    if "generation" in template:  # HF's tracker tag renders its body unchanged
-        template = template.replace("{%- generation %}", "").replace("{%- endgeneration %}", "")
-    return env.from_string(template).render(
-        messages=messages, tools=None, documents=None,
+    generation = "generation" in template
+    rendered, spans = render_jinja_template(
+        conversations=[messages], chat_template=template,
+        return_assistant_tokens_mask=generation,
         add_generation_prompt=add_generation_prompt, **specials,
     )  # fmt: skip
+    return rendered[0], [tuple(s) for s in spans[0]] if generation else []
+
+
+def hf_marked_render(
+    template: str, messages: list[dict[str, str]], specials: dict[str, Any], controls: list[str]
+) -> list[str | tuple[str]]:
+    """The rendering cut into text and the template's own control tokens (as 1-tuples):
+    transformers' `sanitize_control_tokens` marking tells the template's control tokens
+    from the same strings inside message contents, which stay text."""
+    import re
+
+    from transformers.utils.chat_template_utils import (
+        _get_control_token_patterns,
+        mark_control_tokens,
+        render_jinja_template,
+    )
+
+    controls_re, markers_re = _get_control_token_patterns(tuple(controls))
+    marked = mark_control_tokens(messages, controls_re)
+    rendered = render_jinja_template(conversations=[marked], chat_template=template, **specials)
+    pieces = markers_re.split(rendered[0][0])  # [text, content token or None, text, ...]
+    out: list[str | tuple[str]] = []
+    buf = ""
+    for i, piece in enumerate(pieces):
+        if i % 2:  # a control token inside a content (text), or a lone marker (nothing)
+            buf += piece or ""
+            continue
+        for j, part in enumerate(re.split(f"({controls_re.pattern})", piece)):
+            if j % 2:
+                if buf:
+                    out.append(buf)
+                out.append((part,))
+                buf = ""
+            else:
+                buf += part
+    if buf:
+        out.append(buf)
+    return out
+
+
+def mistral_data() -> Path:
+    """mistral-common's tokenizer files, from the installed wheel (see .ci/run)."""
+    import importlib.util
+
+    import pytest
+
+    spec = importlib.util.find_spec("mistral_common")
+    if spec is None or spec.origin is None:
+        pytest.skip("mistral-common is not installed (test dependency, see .ci/run)")
+    return Path(spec.origin).parent / "data"
+
+
+MISTRAL_SPECIALS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+
+
+def mistral_tokenizer(folder: Path, name: str, template: str) -> Path:
+    """A model folder holding one of mistral-common's tokenizers (Mistral 7B's SentencePiece
+    tokenizer.model.v1, or tekken) with a tokenizer_config.json carrying the template."""
+    import shutil
+
+    folder.mkdir(parents=True, exist_ok=True)
+    target = "tokenizer.model" if name.endswith(".v1") else "tekken.json"
+    shutil.copyfile(mistral_data() / name, folder / target)
+    config = {**MISTRAL_SPECIALS, "chat_template": template}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    return folder

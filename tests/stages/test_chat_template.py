@@ -1,11 +1,25 @@
-"""The chat_template stage against the reference rendering, tokenization and assistant mask.
+"""The chat_template stage against the real `transformers` and each family's tokenizer.
 
-For each template style (ChatML, ChatML with {% generation %}, Llama-3 headers, Mistral
-[INST]) and a few hundred varied conversations: the rendered text equals transformers'
-rendering, the ids equal that text tokenized by `tokenizers` (special tokens parsed,
-none added), the mask equals transformers' assistant mask where the template has
-generation blocks, and everywhere the unmasked tokens decode to exactly each assistant
-content plus the end-of-turn token.
+For each tokenizer family the tokenize stage loads (a byte-level BPE tokenizer.json
+trained from sample_data with the chat families' special tokens, Mistral 7B's
+SentencePiece tokenizer.model.v1 and Mistral's tekken, both from the mistral-common
+wheel) and each template style it is paired with (ChatML, ChatML with
+`{% generation %}`, Llama-3 headers, Mistral [INST]), on 300 varied conversations
+(multi-turn, system prompts, unicode, code, literal special-token strings in contents):
+
+- the rendered text equals transformers' `apply_chat_template(tokenize=False)`
+  (`render_jinja_template` for the families transformers has no tokenizer for);
+- the ids equal transformers' `apply_chat_template(tokenize=True)` and `tokenizers` on
+  that text (tokenizer.json); the text cut at the template's own special tokens and
+  encoded by sentencepiece (.model) or mistral-common's Tekkenizer (tekken), the same
+  strings inside contents staying text, told apart by transformers' own marking;
+- the mask equals transformers' `return_assistant_tokens_mask` (tokenizer.json) or its
+  overlap rule over sentencepiece's own offsets (.model), with each template's
+  `{% generation %}` twin (same text) giving the spans;
+- everywhere, the unmasked tokens decode (by the reference's bytes per token) to each
+  assistant content plus the template's end-of-turn token, with at most a few bytes of
+  template text on either side that share a token with the content's first or last
+  characters.
 """
 
 from __future__ import annotations
@@ -23,7 +37,17 @@ from curate.stages.base import StageContext
 from curate.stages.chat_template import ChatTemplate, ChatTemplateParams
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "chat"))
-from chat_fixtures import EOT, TEMPLATES, chat_tokenizer, conversations, hf_render
+from chat_fixtures import (
+    EOT,
+    GENERATION_TWIN,
+    MISTRAL_SPECIALS,
+    TEMPLATES,
+    chat_tokenizer,
+    conversations,
+    hf_marked_render,
+    hf_render,
+    mistral_tokenizer,
+)
 
 N = 300
 SPECIALS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "pad_token": "<pad>"}
@@ -48,69 +72,187 @@ def reference_tokenizer(folder: Path):  # type: ignore[no-untyped-def]
     return Tokenizer.from_file(str(folder / "tokenizer.json"))
 
 
-def hf_generation_mask(template: str, messages: list[dict[str, str]], tok) -> list[int]:  # type: ignore[no-untyped-def]
-    """transformers' return_assistant_tokens_mask: generation spans (found here with markers
-    in place of the tag, independently of the stage's tracker), then char_to_token."""
-    marked = template.replace("{%- generation %}", "{{- '\\x01' }}").replace(
-        "{%- endgeneration %}", "{{- '\\x02' }}"
-    )
-    raw = hf_render(marked, messages, SPECIALS)
-    spans, text, start = [], "", 0
-    for ch in raw:
-        if ch == "\x01":
-            start = len(text)
-        elif ch == "\x02":
-            spans.append((start, len(text)))
+def _bytes_to_unicode() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, character -> byte (what ByteLevel token strings use)."""
+    bs = list(range(33, 127)) + list(range(161, 173)) + list(range(174, 256))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs, strict=True)}
+
+
+class Reference:
+    """What the reference says for one conversation: text, ids, each token's bytes, and
+    the assistant mask where the reference can compute one (else None)."""
+
+    def __init__(self, family: str, folder: Path, style: str) -> None:
+        self.family, self.folder, self.style = family, folder, style
+        self.template = TEMPLATES[style]
+        if family == "bpe":
+            from transformers import PreTrainedTokenizerFast
+
+            self.hf = PreTrainedTokenizerFast.from_pretrained(str(folder))
+            self.lib = reference_tokenizer(folder)
+            alphabet = _bytes_to_unicode()
+            vocab = self.lib.get_vocab(with_added_tokens=True)
+            specials = {t.content for t in self.lib.get_added_tokens_decoder().values()}
+            self.piece = {
+                i: t.encode() if t in specials else bytes(alphabet[c] for c in t)
+                for t, i in vocab.items()
+            }
+            self.controls = sorted(specials)
+        elif family == "spm":
+            import sentencepiece as spm
+
+            self.sp = spm.SentencePieceProcessor(model_file=str(folder / "tokenizer.model"))
+            self.controls = ["<s>", "</s>", "<unk>"]
         else:
-            text += ch
-    enc = tok.encode(text, add_special_tokens=False)
-    mask = [0] * len(enc.ids)
-    for s, e in spans:
-        first, last = enc.char_to_token(s), enc.char_to_token(e - 1)
-        if first is None:
-            continue
-        for i in range(first, last + 1 if last is not None else len(enc.ids)):
-            mask[i] = 1
-    return mask
+            from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+            self.tk = Tekkenizer.from_file(folder / "tekken.json")
+            self.controls = [self.tk.id_to_piece(i) for i in range(self.tk.num_special_tokens)]
+
+    def text(self, convo: list[dict[str, str]]) -> str:
+        if self.family == "bpe":
+            return self.hf.apply_chat_template(convo, tokenize=False)  # type: ignore[no-any-return]
+        return hf_render(self.template, convo, MISTRAL_SPECIALS)[0]
+
+    def spans(self, convo: list[dict[str, str]]) -> list[tuple[int, int]]:
+        """transformers' generation spans of the template's twin (same text)."""
+        specials = SPECIALS if self.family == "bpe" else MISTRAL_SPECIALS
+        text, spans = hf_render(GENERATION_TWIN[self.style], convo, specials)
+        assert text == self.text(convo)
+        return spans
+
+    def encode(
+        self, convo: list[dict[str, str]], text: str
+    ) -> tuple[list[int], list[bytes], list[int] | None]:
+        if self.family == "bpe":
+            ids = self.hf.apply_chat_template(convo, tokenize=True, return_dict=True)["input_ids"]
+            assert ids == self.lib.encode(text, add_special_tokens=False).ids
+            mask = self.hf.apply_chat_template(
+                convo, chat_template=GENERATION_TWIN[self.style], tokenize=True,
+                return_dict=True, return_assistant_tokens_mask=True,
+            )["assistant_masks"]  # fmt: skip
+            return ids, [self.piece[i] for i in ids], mask
+        specials = MISTRAL_SPECIALS
+        pieces = hf_marked_render(self.template, convo, specials, self.controls)
+        ids: list[int] = []
+        raw: list[bytes] = []
+        starts: list[int] = []
+        ends: list[int] = []
+        at = 0
+        for piece in pieces:
+            if isinstance(piece, tuple):
+                token = piece[0]
+                ids.append(self.sp.piece_to_id(token) if self.family == "spm" else
+                           self.tk.get_special_token(token))  # fmt: skip
+                raw.append(token.encode())
+                starts.append(at)
+                ends.append(at + len(token))
+                at += len(token)
+                continue
+            if self.family == "spm":  # sentencepiece's own pieces, with their offsets
+                encoded = piece.encode()
+                waiting = 0  # byte pieces sentencepiece gives no surface: their character's
+                for p in self.sp.encode(piece, return_type="proto").pieces:
+                    ids.append(p.id)
+                    raw.append(p.surface.encode())
+                    start = at + len(encoded[: p.begin].decode(errors="ignore"))
+                    end = at + len(encoded[: p.end].decode(errors="ignore"))
+                    starts.append(start)
+                    ends.append(end)
+                    if self.sp.is_byte(p.id) and not p.surface:
+                        waiting += 1
+                    elif waiting:
+                        starts[-1 - waiting : -1] = [start] * waiting
+                        ends[-1 - waiting : -1] = [end] * waiting
+                        waiting = 0
+            else:
+                from mistral_common.tokens.tokenizers.base import SpecialTokenPolicy
+
+                for i in self.tk.encode(piece, bos=False, eos=False):
+                    ids.append(i)
+                    raw.append(self.tk.id_to_byte_piece(i, SpecialTokenPolicy.KEEP))
+            at += len(piece)
+        assert at == len(text)
+        if self.family != "spm":
+            return ids, raw, None  # no offsets from mistral-common: checked by decoding
+        spans = self.spans(convo)
+        mask = [
+            int(any(e > a and s < b for a, b in spans)) for s, e in zip(starts, ends, strict=True)
+        ]
+        return ids, raw, mask
 
 
-@pytest.mark.parametrize("style", list(TEMPLATES))
-def test_identity_with_the_reference(tmp_path: Path, style: str) -> None:
+CASES = [("bpe", style) for style in TEMPLATES] + [
+    ("spm", "mistral"), ("spm", "chatml_generation"), ("spm", "llama3"),
+    ("tekken", "mistral"), ("tekken", "chatml_generation"), ("tekken", "llama3"),
+]  # fmt: skip
+
+
+def family_folder(tmp_path: Path, family: str, style: str) -> Path:
+    if family == "bpe":
+        return chat_tokenizer(tmp_path / "tok", TEMPLATES[style], eos_token="</s>")
+    name = "tokenizer.model.v1" if family == "spm" else "tekken_240911.json"
+    return mistral_tokenizer(tmp_path / "tok", name, TEMPLATES[style])
+
+
+@pytest.mark.parametrize(("family", "style"), CASES)
+def test_identity_with_the_reference(tmp_path: Path, family: str, style: str) -> None:
     convs = conversations(N, seed=11, system=style != "mistral")
-    stage = make(tmp_path / "tok", style, mask="loss_mask")
+    folder = family_folder(tmp_path, family, style)
+    stage = ChatTemplate(ChatTemplateParams(source=str(folder), mask="loss_mask"), StageContext())
     out = stage.process(batch_of(convs))
     assert out.removed is None
-    tok = reference_tokenizer(tmp_path / "tok")
+    ref = Reference(family, folder, style)
     got_ids = out.batch.column("input_ids").to_pylist()
     got_mask = out.batch.column("loss_mask").to_pylist()
-    bad_text = bad_ids = bad_mask = bad_decode = straddles = 0
+    bad_text = bad_ids = bad_mask = bad_decode = straddles = literal = turns = 0
     for convo, ids, mask in zip(convs, got_ids, got_mask, strict=True):
-        text = hf_render(TEMPLATES[style], convo, SPECIALS)
+        text = ref.text(convo)
         bad_text += stage.render(convo)[0] != text
-        bad_ids += ids != tok.encode(text, add_special_tokens=False).ids
-        if style == "chatml_generation":
-            bad_mask += mask != hf_generation_mask(TEMPLATES[style], convo, tok)
-        runs = np.split(np.asarray(ids), np.flatnonzero(np.diff(np.asarray(mask))) + 1)
-        starts = np.concatenate([[0], np.flatnonzero(np.diff(np.asarray(mask))) + 1])
-        decoded = [
-            tok.decode(run.tolist(), skip_special_tokens=False)
-            for run, at in zip(runs, starts, strict=True)
-            if mask[at]
-        ]
+        ref_ids, raw, ref_mask = ref.encode(convo, text)
+        bad_ids += ids != ref_ids
+        if ref_mask is not None:
+            bad_mask += mask != ref_mask
+        literal += any(c in m["content"] for m in convo for c in ref.controls)
+        if ids != ref_ids:
+            continue
+        # unmasked runs, decoded by the reference's bytes per token
+        m = np.asarray(mask)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], m, [0]])))
+        runs = [b"".join(raw[a:b]) for a, b in zip(edges[::2], edges[1::2], strict=True)]
+        spans = ref.spans(convo)
         contents = [m["content"] for m in convo if m["role"] == "assistant"]
         if style == "llama3":
             contents = [c.strip() for c in contents]
-        wanted = [c + EOT[style] for c in contents]
-        bad_decode += len(decoded) != len(wanted)
-        for got, want in zip(decoded, wanted, strict=False):
+        wanted = [(c + EOT[style]).encode() for c in contents]
+        turns += len(wanted)
+        bad_decode += len(runs) != len(wanted)
+        for got, want, (start, end) in zip(runs, wanted, spans, strict=False):
             # A token may straddle the template's text and the content (byte-level BPE joins
-            # "\n" + "  spaced" into one whitespace token): it is then learned with its
-            # template part, as transformers' mask does. Nothing else may be added or lost.
-            extra = got[: len(got) - len(want)]
-            straddles += bool(extra)
-            bad_decode += not (got.endswith(want) and extra.strip() == "" and len(extra) < 3)
+            # "\n" + "  spaced" into one whitespace token; SentencePiece "]" + "x"; where the
+            # end-of-turn marker is text, ">" + "\n"): it is then learned with its template
+            # part, as transformers' mask does. Nothing else may be added or lost.
+            at = got.find(want)
+            head, tail = got[: max(at, 0)], got[at + len(want) :]
+            straddles += bool(head or tail)
+            bad_decode += not (
+                at >= 0 and text[:start].encode().endswith(head)
+                and text[end:].encode().startswith(tail) and len(head) + len(tail) <= 8
+            )  # fmt: skip
+    print(
+        f"\n{family} x {style}: {N} conversations ({literal} with literal control-token "
+        f"strings in contents), {turns} assistant turns; mismatches: text {bad_text}, ids "
+        f"{bad_ids}, mask {bad_mask if family != 'tekken' else 'n/a'}, decode {bad_decode}; "
+        f"{straddles} turns share an edge token with the template"
+    )
     assert (bad_text, bad_ids, bad_mask, bad_decode) == (0, 0, 0, 0)
-    print(f"{style}: {N} conversations, {straddles} assistant turns with a straddling token")
+    assert literal > 10
     assert sum(map(len, got_ids)) > 10_000
 
 
