@@ -13,7 +13,8 @@ from typing import Any
 
 from curate.fingerprint import stage_software
 from curate.io.inputs import InputFile
-from curate.manifest import Counts, FileRecord, InputRecord, StageRecord
+from curate.io.splits import HASH, SplitSpec
+from curate.manifest import Counts, FileRecord, InputRecord, SplitRecord, Splits, StageRecord
 from curate.stages.base import BarrierStage, Stage
 
 
@@ -135,3 +136,25 @@ def total_tokens(shards: list[FileRecord]) -> int | None:
     """Total token ids written, when the shards hold tokens."""
     counted = [s.tokens for s in shards if s.tokens is not None]
     return sum(counted) if counted else None
+
+
+def split_records(spec: SplitSpec | None, shards: list[FileRecord]) -> Splits | None:
+    """Per split: the documents, rows, tokens and shards written (sums over its shards)."""
+    if spec is None:
+        return None
+    out = {}
+    for name, fraction in spec.fractions().items():
+        own = [s for s in shards if s.split == name]
+        out[name] = SplitRecord(
+            fraction=round(fraction, 12),
+            documents=sum(s.documents if s.documents is not None else s.rows for s in own),
+            rows=sum(s.rows for s in own),
+            tokens=total_tokens(own),
+            shards=len(own),
+            bytes=sum(s.bytes for s in own),
+        )
+    method = (
+        f"{HASH} of the id's UTF-8 bytes with the seed, divided by 2**64: below validation "
+        "is validation, then test, the rest train"
+    )
+    return Splits(method=method, seed=spec.seed, splits=out)

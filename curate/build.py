@@ -24,7 +24,7 @@ from curate.engines.job import Job, JobResult, ProgressFn
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
 from curate.io.batches import FieldSpec
-from curate.io.hf_layout import write_hf_files
+from curate.io.hf_layout import write_hf_dict, write_hf_files
 from curate.io.inputs import InputFile
 from curate.io.packing import packing_for
 from curate.io.partitions import plan_partitions
@@ -148,6 +148,7 @@ class Build:
             write_rejected=r.output.rejected,
             batch_bytes=r.batch_size,
             packing=packing_for(self.stages),
+            split=r.split,
         )
 
     def _publish(
@@ -161,14 +162,15 @@ class Build:
     ) -> Version:
         r, stages = self.recipe, self.stages
         out = job.staging / "out"
-        (out / "shards").mkdir(parents=True, exist_ok=True)
         shards = [
             FileRecord(**(s | {"path": s["path"].removeprefix("out/")}))
             for rec in result.records[-1]
             for s in rec["files"]["shards"]
         ]
-        if not shards:  # every document removed: one empty shard keeps the version readable
-            shards = [_empty_shard(out, job.final_schema)]
+        # every document removed: one empty shard (per split) keeps the version readable
+        for name in r.split.names() if r.split is not None else [None]:
+            if not any(s.split == name for s in shards):
+                shards.append(_empty_shard(out, job.final_schema, name))
         side = _collect_side_outputs(result.records, job.staging, out, r.output.rejected)
         counts = accounting.count_documents(stages, result.records)
         reconcile(counts)
@@ -191,6 +193,7 @@ class Build:
                 quarantine=side["quarantine"],
                 counts=counts,
                 tokens=accounting.total_tokens(shards),
+                splits=accounting.split_records(r.split, shards),
                 software=versions(accounting.library_versions(stages)),
                 host=host(),
                 engine={"kind": self.engine.kind, "workers": getattr(self.engine, "workers", None)},
@@ -198,7 +201,13 @@ class Build:
                 started=started.isoformat(),
                 finished=datetime.now(UTC).isoformat(),
             )
-            write_hf_files(out, [s.path for s in shards], self.fingerprint)
+            if r.split is None:
+                write_hf_files(out, [s.path for s in shards], self.fingerprint)
+            else:
+                names = r.split.names()
+                per_split = {n: [s.path.removeprefix(f"{n}/") for s in shards if s.split == n]
+                             for n in names}  # fmt: skip
+                write_hf_dict(out, per_split, self.fingerprint)
             write_atomic(
                 out / "manifest.json",
                 manifest.model_dump_json(indent=2, by_alias=True) + "\n",
@@ -211,9 +220,11 @@ class Build:
         return Version(path).hold()
 
 
-def _empty_shard(out: Path, schema: pa.Schema) -> FileRecord:
-    path = out / "shards" / "part-00000-00000.arrow"
-    return FileRecord(**write_table(path, schema.empty_table(), relative_to=out).to_dict())
+def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> FileRecord:
+    folder = out / split / "shards" if split else out / "shards"
+    folder.mkdir(parents=True, exist_ok=True)
+    info = write_table(folder / "part-00000-00000.arrow", schema.empty_table(), relative_to=out)
+    return FileRecord(**info.to_dict(), split=split)
 
 
 def _collect_side_outputs(

@@ -17,10 +17,18 @@ nothing before it. Nothing here imports torch: when the trainer has imported it,
 `blocks()` returns a `torch.utils.data.IterableDataset` (or ask with `.torch()`) that
 yields the same numpy blocks and splits them among DataLoader workers; the default
 collate makes them uint16/uint32 tensors (`.long()` them for an embedding).
+
+A version made with `split:` is read one split at a time (`split="validation"`; the
+default is `train`). Fine-tuning versions (`chat_template`) open the same way; their
+packed rows hold whole conversations of different lengths, so they are read as rows
+(`dataset()`: `input_ids`, `labels`, `position_ids`, `cu_seqlens` in their stored
+types), never cut into fixed-length blocks.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 import sys
 from collections.abc import Iterator
@@ -47,10 +55,29 @@ class TokenizerMismatch(CurateError):
 
 def _tokenizer_record(version: Version) -> tuple[dict[str, Any], dict[str, Any]]:
     for stage in version.manifest["stages"]:
-        info = stage.get("details", {}).get("tokenizer")
-        if info is not None:
-            return info, stage.get("details", {}).get("pack") or {}
+        details = stage.get("details", {})
+        info = details.get("tokenizer")
+        if isinstance(info, dict):
+            return info, details.get("pack") or {}
+        if "chat_template" in details:
+            return _chat_tokenizer(version, stage), details.get("pack") or {}
     raise CurateError(f"{version.path} holds no tokens: its recipe has no tokenize stage")
+
+
+def _chat_tokenizer(version: Version, stage: dict[str, Any]) -> dict[str, Any]:
+    """The tokenizer record of a chat_template stage: its tokenizer.json, fingerprinted as
+    `curate.tokenizers.tokenizer_fingerprint` does (from the file digest the stage recorded)."""
+    main = str(stage["details"]["chat_template"]["tokenizer"])
+    digest = stage["software"].get(f"tokenizer_sha256:{Path(main).name}", "")
+    payload = json.dumps({"kind": "tokenizer.json", "sha256": digest}, sort_keys=True)
+    types = {f["name"]: f["type"] for f in version.manifest["schema"]}
+    id_type = "uint32" if "uint32" in types.get(TOKENS, "") else "uint16"
+    return {
+        "source": main,
+        "kind": "tokenizer.json",
+        "fingerprint": hashlib.sha256(payload.encode()).hexdigest(),
+        "id_type": id_type,
+    }
 
 
 def open_tokens(
@@ -59,14 +86,17 @@ def open_tokens(
     *,
     tokenizer: str | Path | None = None,
     ignore_tokenizer_mismatch: bool = False,
+    split: str | None = None,
 ) -> Tokens:
     """A tokenized version (a version folder, or a dataset folder and a version name).
+
+    `split` chooses a split of a version made with `split:` (default `train`).
 
     `tokenizer` is the trainer's own tokenizer (a path as a recipe names it, or its
     fingerprint from `curate.tokenizers.tokenizer_fingerprint`); a version tokenized with
     a different one is refused unless `ignore_tokenizer_mismatch` is set.
     """
-    tokens = Tokens(open_version(path, version))
+    tokens = Tokens(open_version(path, version), split=split)
     if tokenizer is not None:
         tokens.check_tokenizer(tokenizer, ignore=ignore_tokenizer_mismatch)
     return tokens
@@ -75,8 +105,10 @@ def open_tokens(
 class Tokens:
     """The token ids of one published version."""
 
-    def __init__(self, version: Version) -> None:
+    def __init__(self, version: Version, split: str | None = None) -> None:
         self.version = version
+        self.split = split if split is not None or not version.splits else "train"
+        version.split_shard_paths(self.split)  # an unknown split fails here, by name
         self.tokenizer, self.pack = _tokenizer_record(version)
 
     @property
@@ -89,6 +121,10 @@ class Tokens:
 
     @property
     def num_tokens(self) -> int:
+        """Token ids in this split (or in the version, without splits)."""
+        splits = self.version.manifest.get("splits")
+        if splits and self.split is not None:
+            return int(splits["splits"][self.split].get("tokens") or 0)
         return int(self.version.manifest.get("tokens") or 0)
 
     def check_tokenizer(self, tokenizer: str | Path, *, ignore: bool = False) -> None:
@@ -110,11 +146,13 @@ class Tokens:
 
         (`with_format("numpy")` would hand back int64 copies.)
         """
-        return self.version.to_dataset().with_format("arrow")
+        ds = self.version.to_dataset(self.split)
+        assert not isinstance(ds, dict)
+        return ds.with_format("arrow")
 
     @cached_property
     def table(self) -> pa.Table:
-        return self.version.to_arrow()
+        return self.version.to_arrow(self.split)
 
     @cached_property
     def _chunks(self) -> tuple[list[np.ndarray], np.ndarray]:
@@ -146,6 +184,12 @@ class Tokens:
         start: int = 0,
     ) -> TokenBlocks:
         """Fixed-length blocks for rank `rank` of `world_size`, from its sample `start` on."""
+        if self.pack.get("kind") == "conversations":
+            raise CurateError(
+                "blocks(): this version's rows hold whole conversations of different lengths; "
+                "read them as rows with dataset() (position_ids and cu_seqlens keep each "
+                "conversation apart)"
+            )
         seq_len = seq_len or self.pack.get("seq_len")
         if not seq_len:
             raise CurateError("blocks(): give seq_len (this version is not packed)")

@@ -60,6 +60,22 @@ class FileRecord(_Model):
     documents: int | None = Field(
         None, description="Packed shards: documents whose last token is in this shard."
     )
+    split: str | None = Field(None, description="Versions with splits: the shard's split.")
+
+
+class SplitRecord(_Model):
+    fraction: float = Field(description="Share of documents asked for (train: the rest).")
+    documents: int = Field(description="Documents written to this split.")
+    rows: int = Field(description="Rows in its shards (packed rows hold several documents).")
+    tokens: int | None = Field(None, description="Token ids in its shards (tokenized data).")
+    shards: int
+    bytes: int
+
+
+class Splits(_Model):
+    method: str = Field(description="How a document's split is decided.")
+    seed: int
+    splits: dict[str, SplitRecord] = Field(description="Split name -> what it holds, in order.")
 
 
 class Counts(_Model):
@@ -90,6 +106,11 @@ class Manifest(_Model):
     quarantine: list[FileRecord]
     counts: Counts
     tokens: int | None = Field(None, description="Token ids in all shards (tokenized data).")
+    splits: Splits | None = Field(
+        None,
+        description="Held-out splits (recipe `split:`): the method and seed, and per split its "
+        "documents, rows, tokens and shards; their documents sum to counts.written.",
+    )
     software: dict[str, str]
     host: dict[str, Any]
     engine: dict[str, Any]

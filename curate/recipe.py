@@ -20,6 +20,7 @@ from pydantic_core import PydanticCustomError
 
 from curate.chat.spec import ChatInput
 from curate.errors import CurateError
+from curate.io.splits import SplitSpec
 from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams
 from curate.stages.registry import resolve
@@ -180,6 +181,11 @@ class Recipe(_Strict):
         8 * 2**20, description="Text bytes per record batch: memory per worker vs overhead."
     )
     stages: list[StageSpec] = Field(default_factory=list, description="Stages, in order.")
+    split: SplitSpec | None = Field(
+        None,
+        description="Held-out splits by a seeded hash of each document's id, written so that "
+        "load_from_disk gives a DatasetDict: {validation: 0.01}.",
+    )
     output: OutputSpec = Field(default_factory=OutputSpec)
     engine: EngineSpec = Field(default_factory=EngineSpec)
 
@@ -272,7 +278,7 @@ def _validate(data: Any, source: str, node: yaml.Node | None, base_dir: Path) ->
     except ValidationError as exc:
         problems = _unknown_key_hint(
             _pydantic_problems(exc, ()),
-            {(): Recipe, ("output",): OutputSpec, ("engine",): EngineSpec},
+            {(): Recipe, ("output",): OutputSpec, ("engine",): EngineSpec, ("split",): SplitSpec},
         )
         lines = []
         for loc, msg in problems:

@@ -13,9 +13,8 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from curate.io.hf_layout import hf_files
 from curate.manifest import Manifest
-
-_OWN_FILES = {"manifest.json", "state.json", "dataset_info.json"}
 
 
 def sha256_file(path: Path) -> str:
@@ -45,7 +44,9 @@ def verify(folder: Path) -> list[str]:
         ]
 
     problems: list[str] = []
-    listed = {*_OWN_FILES}
+    splits = list(manifest.splits.splits) if manifest.splits is not None else []
+    layout = hf_files(splits)
+    listed = {"manifest.json", *layout}
     for record in [*manifest.shards, *manifest.rejected, *manifest.quarantine]:
         listed.add(record.path)
         file = folder / record.path
@@ -61,7 +62,7 @@ def verify(folder: Path) -> list[str]:
         rel = file.relative_to(folder).as_posix()
         if rel not in listed:
             problems.append(f"{rel}: not part of the version (extra file)")
-    for name in ("state.json", "dataset_info.json"):
+    for name in sorted(layout):
         if not (folder / name).is_file():
             problems.append(f"{name}: missing")
     c = manifest.counts
@@ -70,8 +71,34 @@ def verify(folder: Path) -> list[str]:
             f"counts do not reconcile: read {c.read} != written {c.written} "
             f"+ removed {c.removed_total} + quarantined {c.quarantined}"
         )
-    if sum(s.rows for s in manifest.shards) != c.written:
-        problems.append(
-            f"shards hold {sum(s.rows for s in manifest.shards)} rows, counts say {c.written}"
-        )
+    held = sum(s.documents if s.documents is not None else s.rows for s in manifest.shards)
+    if held != c.written:
+        problems.append(f"shards hold {held} documents, counts say {c.written}")
+    if manifest.splits is not None:
+        problems += _split_problems(manifest)
+    return problems
+
+
+def _split_problems(manifest: Manifest) -> list[str]:
+    """Each split's record matches its shards, and the splits add up to the documents written."""
+    assert manifest.splits is not None
+    problems = []
+    for name, record in manifest.splits.splits.items():
+        own = [s for s in manifest.shards if s.split == name]
+        docs = sum(s.documents if s.documents is not None else s.rows for s in own)
+        if (docs, sum(s.rows for s in own), len(own)) != (
+            record.documents,
+            record.rows,
+            record.shards,
+        ):
+            problems.append(
+                f"split {name}: its shards hold {docs} documents in {len(own)} shards, "
+                f"the manifest says {record.documents} in {record.shards}"
+            )
+    stray = sorted({str(s.split) for s in manifest.shards} - set(manifest.splits.splits))
+    if stray:
+        problems.append(f"shards of splits the manifest does not name: {', '.join(stray)}")
+    total = sum(r.documents for r in manifest.splits.splits.values())
+    if total != manifest.counts.written:
+        problems.append(f"splits hold {total} documents, counts say {manifest.counts.written}")
     return problems

@@ -3,6 +3,11 @@
 Readers never write into a version folder. `to_dataset()` opens the shards through a
 view folder of symlinks under curate's cache, so the cache files `datasets` writes
 beside its source files on `.map()` land in the view, never in the version.
+
+A version made with `split:` holds its splits side by side (`curate.io.hf_layout`):
+`to_dataset()` is then a `DatasetDict`, and `to_arrow`/`to_polars`/`to_dataset` take a
+split's name. Asking a split version for its rows without naming a split is an error
+rather than a silent concatenation of train and held-out data.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from curate.errors import CurateError
+from curate.io.hf_layout import hf_files
 from curate.io.shards import read_stream
 from curate.sizes import format_size
 
@@ -88,26 +94,46 @@ class Version:
         return dict(self.manifest["counts"])
 
     @property
-    def shard_paths(self) -> list[Path]:
+    def splits(self) -> builtins.list[str]:
+        """The version's split names (train first), or [] when it was made without `split:`."""
+        record = self.manifest.get("splits")
+        return list(record["splits"]) if record else []
+
+    @property
+    def shard_paths(self) -> builtins.list[Path]:
+        """Every shard of the version, of every split."""
         return [self.path / s["path"] for s in self.manifest["shards"]]
+
+    def split_shard_paths(self, split: str | None = None) -> builtins.list[Path]:
+        """The shards of one split; without splits, all of them (then `split` must be None)."""
+        splits = self.splits
+        if split is None and splits:
+            raise CurateError(
+                f"{self.path} has splits {', '.join(splits)}: name one "
+                f"(e.g. to_arrow({splits[0]!r}))"
+            )
+        if split is not None and split not in splits:
+            have = f"its splits are {', '.join(splits)}" if splits else "it has no splits"
+            raise CurateError(f"{self.path} has no split {split!r}: {have}")
+        return [self.path / s["path"] for s in self.manifest["shards"] if s.get("split") == split]
 
     def schema(self) -> pa.Schema:
         with pa.memory_map(str(self.shard_paths[0])) as source:
             return pa.ipc.open_stream(source).schema
 
-    def to_arrow(self) -> pa.Table:
-        """All shards as one table, memory-mapped (no copy of the data)."""
-        tables = [read_stream(p) for p in self.shard_paths]
+    def to_arrow(self, split: str | None = None) -> pa.Table:
+        """All shards (of `split`) as one table, memory-mapped (no copy of the data)."""
+        tables = [read_stream(p) for p in self.split_shard_paths(split)]
         if not tables:
             return self.schema().empty_table()
         return pa.concat_tables(tables)
 
-    def to_polars(self) -> pl.DataFrame:
+    def to_polars(self, split: str | None = None) -> pl.DataFrame:
         """A polars DataFrame over the memory-mapped table (polars copies strings into its own
         string views; numeric columns stay zero-copy)."""
         import polars as pl
 
-        frame = pl.from_arrow(self.to_arrow(), rechunk=False)
+        frame = pl.from_arrow(self.to_arrow(split), rechunk=False)
         assert isinstance(frame, pl.DataFrame)
         return frame
 
@@ -120,14 +146,15 @@ class Version:
     def view_folder(self) -> Path:
         """A folder of symlinks to this version's files, where `datasets` may write its caches."""
         view = cache_dir() / "views" / f"{self.dataset}-{self.name}-{self.fingerprint[:12]}"
-        marker = view / "state.json"
+        marker = view / ("dataset_dict.json" if self.splits else "state.json")
         if not marker.exists():
             tmp = view.with_name(view.name + f".tmp-{os.getpid()}")
             for shard in self.manifest["shards"]:
                 link = tmp / shard["path"]
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(self.path / shard["path"])
-            for name in ("dataset_info.json", "state.json"):
+            for name in sorted(hf_files(self.splits)):
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
                 (tmp / name).symlink_to(self.path / name)
             try:
                 os.rename(tmp, view)
@@ -137,12 +164,21 @@ class Version:
                 shutil.rmtree(tmp, ignore_errors=True)
         return view
 
-    def to_dataset(self) -> datasets.Dataset:
-        """A memory-mapped `datasets.Dataset`; `.map()` caches go to curate's cache folder."""
+    def to_dataset(self, split: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
+        """A memory-mapped `datasets.Dataset`; `.map()` caches go to curate's cache folder.
+
+        A version with splits gives a `DatasetDict` (train, validation, ...), or the named
+        split's `Dataset`.
+        """
         import datasets
 
-        ds = datasets.load_from_disk(str(self.view_folder()))
-        assert isinstance(ds, datasets.Dataset)
+        if split is not None:
+            self.split_shard_paths(split)  # a name the version does not have fails here, by name
+        view = self.view_folder()
+        ds = datasets.load_from_disk(str(view / split if split else view))
+        assert isinstance(
+            ds, datasets.DatasetDict if self.splits and not split else datasets.Dataset
+        )
         return ds
 
     def summary(self) -> list[tuple[str, int, int, dict[str, int], float]]:
@@ -153,8 +189,14 @@ class Version:
 
     def __repr__(self) -> str:
         c = self.counts
+        record = self.manifest.get("splits")
+        splits = (
+            " (" + ", ".join(f"{k} {v['documents']:,}" for k, v in record["splits"].items()) + ")"
+            if record
+            else ""
+        )
         return (
-            f"Version({self.dataset} {self.name}, {c['written']:,} documents written of "
+            f"Version({self.dataset} {self.name}, {c['written']:,} documents written{splits} of "
             f"{c['read']:,} read, fingerprint {self.fingerprint[:12]}, path={str(self.path)!r})"
         )
 

@@ -13,6 +13,7 @@ from curate.engines.tasks import PassTask
 from curate.io.batches import FieldSpec
 from curate.io.packing import PackSpec
 from curate.io.partitions import Partition
+from curate.io.splits import SplitSpec
 from curate.plan import Segment
 
 ProgressFn = Callable[[str, int, int], None]
@@ -39,6 +40,7 @@ class Job:
     write_rejected: bool = True
     batch_bytes: int = 8 << 20
     packing: PackSpec | None = None  # rows packed per partition by the shard writer
+    split: SplitSpec | None = None  # held-out splits, decided per document by the shard writer
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
         seg = self.segments[pass_index]
@@ -61,6 +63,7 @@ class Job:
             write_rejected=self.write_rejected,
             batch_bytes=self.batch_bytes,
             packing=self.packing,
+            split=self.split,
         )
 
 

@@ -30,9 +30,11 @@ from curate.engines.segments import SegmentWriter
 from curate.errors import CurateError
 from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
 from curate.io.packing import PackSpec
+from curate.io.partition_output import PartitionOutput
 from curate.io.partitions import Partition
 from curate.io.readers import read_partition
-from curate.io.shards import ShardWriter, read_stream, write_table
+from curate.io.shards import read_stream, write_table
+from curate.io.splits import SplitSpec
 from curate.phases import mark
 from curate.stages.base import (
     ORDER,
@@ -93,6 +95,7 @@ class PassTask:
     batch_bytes: int = 8 << 20
     extra: dict[str, Any] = field(default_factory=dict)
     packing: PackSpec | None = None
+    split: SplitSpec | None = None  # held-out splits, decided per document at shard writing
 
     @property
     def final(self) -> bool:
@@ -183,20 +186,19 @@ class PartitionRun:
         self.quarantined: list[QuarantineRecord] = []
         self.consumed = 0
         self.flushes = 0
-        self.writer: ShardWriter | None = None
+        self.writer: PartitionOutput | None = None
         self.segments: SegmentWriter | None = None
-        self.packer = task.packing.start(self.part.index) if task.final and task.packing else None
-        self._resume()
+        packer_state = self._resume()
         files = self.record["files"]
         if task.final:
             assert task.final_schema is not None
-            shards = task.staging / "out" / "shards"
-            shards.mkdir(parents=True, exist_ok=True)
-            self.writer = ShardWriter(
-                shards, self.part.index, task.final_schema, task.shard_bytes,
+            self.writer = PartitionOutput(
+                task.staging / "out", self.part.index, task.final_schema, task.shard_bytes,
+                packing=task.packing, split=task.split, done=files["shards"],
                 fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging,
-                first_index=len(files["shards"]),
             )  # fmt: skip
+            if packer_state is not None:
+                self.writer.restore(packer_state)
         else:
             self.segments = SegmentWriter(
                 self.out_dir, self.part.index, task.shard_bytes, task.staging, fsync=task.fsync
@@ -260,12 +262,7 @@ class PartitionRun:
             return
         if self.writer is not None:
             mark("shard_write")
-            rows = batch.drop_columns([ORDER])
-            if self.packer is None:
-                self.writer.write(rows)
-            else:
-                for packed, ended in self.packer.feed(rows):
-                    self.writer.write(packed, documents=ended)
+            self.writer.write(batch.drop_columns([ORDER]))
             return
         assert self.task.barrier is not None and self.segments is not None
         mark("barrier")
@@ -274,10 +271,7 @@ class PartitionRun:
     def _finish(self) -> None:
         files = self.record["files"]
         if self.writer is not None:
-            for packed, ended in self.packer.flush() if self.packer is not None else ():
-                self.writer.write(packed, documents=ended)
-            files["shards"] += [s.to_dict() for s in self.writer.close()]
-            self.writer.shards = []
+            files["shards"] += self.writer.finish()
         if self.segments is not None:
             self.segments.close_segment()
             files["segments"] = self.segments.segments
@@ -292,7 +286,7 @@ class PartitionRun:
     # -- checkpoints ------------------------------------------------------------------
     def _completed_a_file(self) -> bool:
         if self.writer is not None:
-            return bool(self.writer.shards)
+            return self.writer.completed()
         assert self.segments is not None
         return len(self.segments.segments) > len(self.record["files"]["segments"])
 
@@ -329,30 +323,30 @@ class PartitionRun:
     def _checkpoint(self) -> None:
         files = self.record["files"]
         if self.writer is not None:
-            files["shards"] += [s.to_dict() for s in self.writer.shards]
-            self.writer.first_index += len(self.writer.shards)
-            self.writer.shards = []
+            files["shards"] += self.writer.take()
         elif self.segments is not None:
             files["segments"] = list(self.segments.segments)
         self._flush_side_outputs()
         self._store_counts()
         state = {"record": self.record, "consumed": self.consumed, "flushes": self.flushes}
-        if self.packer is not None:
+        if self.writer is not None and self.writer.packers:
             packer_path = self.out_dir / f"packer-{self.part.index:05d}.pkl"
-            packer_path.write_bytes(pickle.dumps(self.packer.__dict__))
+            packer_path.write_bytes(pickle.dumps(self.writer.state()))
             state["packer"] = packer_path.name
         _write_record(self._checkpoint_path(), state, self.task.fsync)
 
-    def _resume(self) -> None:
-        """Continue from this partition's checkpoint when every file it names is intact."""
+    def _resume(self) -> dict[str, Any] | None:
+        """Continue from this partition's checkpoint when every file it names is intact;
+        returns the packers' carried rows, if any, for the shard output to restore."""
         path = self._checkpoint_path()
         if not path.exists():
-            return
+            return None
         state = json.loads(path.read_text())
         if not files_intact(self.task.staging, state["record"]["files"]):
-            return
-        if self.packer is not None:
-            self.packer.__dict__.update(pickle.loads((self.out_dir / state["packer"]).read_bytes()))
+            return None
+        packers = None
+        if "packer" in state and self.task.final and self.task.packing is not None:
+            packers = pickle.loads((self.out_dir / state["packer"]).read_bytes())
         self.record = state["record"]
         self.record["read"] = 0  # recounted while the done chunks are read past
         self.consumed, self.flushes = state["consumed"], state["flushes"]
@@ -363,6 +357,7 @@ class PartitionRun:
                 self.counts[int(pos)] = StageCounts.from_dict(c)
         log.info("partition %d pass %d: resuming after %d chunks", self.part.index,
                  self.task.pass_index, self.consumed)  # fmt: skip
+        return packers
 
 
 def files_intact(staging: Path, files: dict[str, Any]) -> bool:

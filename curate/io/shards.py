@@ -28,6 +28,7 @@ class ShardInfo:
     sha256: str
     tokens: int | None = None  # shards with a num_tokens column: their sum
     documents: int | None = None  # packed shards: documents whose last token is here
+    split: str | None = None  # versions with held-out splits: which one this shard is in
 
     def to_dict(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -100,8 +101,10 @@ class ShardWriter:
         relative_to: Path | None = None,
         first_index: int = 0,
         checksum: bool = True,
+        split: str | None = None,
     ) -> None:
         self.folder = folder
+        self.split = split
         self.partition = partition
         self.first_index = first_index  # a resumed partition continues its shard numbering
         self.checksum = checksum
@@ -157,7 +160,8 @@ class ShardWriter:
         tokens = self._tokens if self._counts_tokens else None
         documents = self._documents if self._packed else None
         digest = self._file.sha.hexdigest()
-        self.shards.append(ShardInfo(rel, self._rows, self._file.size, digest, tokens, documents))
+        info = ShardInfo(rel, self._rows, self._file.size, digest, tokens, documents, self.split)
+        self.shards.append(info)
         self._writer = self._file = self._path = None
 
     def close(self) -> list[ShardInfo]:
