@@ -124,7 +124,8 @@ def inspect_filter(
     if batch.num_rows == 0:
         return report
     ids = batch.column(ID).to_pylist()
-    texts = batch.column(TEXT).to_pylist() if TEXT in batch.schema.names else [""] * len(ids)
+    shown = TEXT in batch.schema.names or target.context.chat  # chat: the joined contents
+    texts = target.document_texts(batch).to_pylist() if shown else [""] * len(ids)
     first = np.full(batch.num_rows, None, dtype=object)
     explain = getattr(target, "explain", None)
     if explain is not None:

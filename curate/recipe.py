@@ -15,7 +15,15 @@ from typing import Any, Literal
 
 import pyarrow as pa
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from curate.chat.spec import ChatInput
@@ -145,6 +153,28 @@ def build_stage(entry: Any, index: int) -> StageSpec:
         raise _StageProblems(_unknown_key_hint(problems, {(*loc, name): cls.Params})) from None
 
 
+def shape_problems(stages: list[StageSpec], chat: bool) -> list[Problem]:
+    """Stages that cannot work on the recipe's records (text, or chat with `chat:`), and
+    `roles` given where there are no messages to choose from."""
+    problems: list[Problem] = []
+    for i, spec in enumerate(stages):
+        loc: tuple[str | int, ...] = ("stages", i, spec.name)
+        shapes = spec.stage_class.shapes
+        if chat and "chat" not in shapes:
+            problems.append(
+                (loc, "works on text documents, but this recipe reads chat records (chat:)")
+            )
+        elif not chat and "text" not in shapes:
+            problems.append(
+                (loc, "works on chat records, but this recipe reads text (no chat: key)")
+            )
+        elif not chat and getattr(spec.params, "roles", None) is not None:
+            problems.append(
+                ((*loc, "roles"), "chooses messages of chat records; this recipe reads text")
+            )
+    return problems
+
+
 class _StageProblems(ValueError):
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__("; ".join(f"{format_loc(loc)}: {msg}" for loc, msg in problems))
@@ -210,6 +240,17 @@ class Recipe(_Strict):
                 {"problems": problems, "message": str(_StageProblems(problems))},
             )
         return specs
+
+    @model_validator(mode="after")
+    def _record_shape(self) -> Recipe:
+        problems = shape_problems(self.stages, chat=self.chat is not None)
+        if problems:
+            raise PydanticCustomError(
+                "stage_problems",
+                "{message}",
+                {"problems": problems, "message": str(_StageProblems(problems))},
+            )
+        return self
 
     @property
     def base_dir(self) -> Path:

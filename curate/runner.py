@@ -35,10 +35,13 @@ def _load(recipe: Recipe | str | os.PathLike[str]) -> Recipe:
 
 def build_stages(recipe: Recipe) -> list[Stage]:
     """The recipe's stages, each told its position. Readers put the recipe's `text_field`
-    into the `text` column, so that is the column stages read in a run."""
+    into the `text` column, so that is the column stages read in a run; with `chat:` they
+    put conversations into `messages`, and text stages work on message contents."""
+    chat = recipe.chat is not None
     return [
         spec.stage_class(
-            spec.params, StageContext(text_field=TEXT, position=i, base_dir=str(recipe.base_dir))
+            spec.params,
+            StageContext(text_field=TEXT, position=i, base_dir=str(recipe.base_dir), chat=chat),
         )
         for i, spec in enumerate(recipe.stages)
     ]

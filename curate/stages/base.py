@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict
 
+from curate.chat.contents import Units, joined, units
+from curate.chat.spec import MESSAGES
 from curate.io.batches import ID
 
 if TYPE_CHECKING:
@@ -55,6 +57,9 @@ class StageContext:
     text_field: str = "text"
     position: int = 0
     base_dir: str = "."  # the recipe's folder: a stage's relative paths (a tokenizer) start here
+    chat: bool = False
+    """The records are conversations (a `messages` column in place of text): text stages
+    work on the contents of the messages of their `roles` (see `curate.chat.contents`)."""
 
 
 @dataclass
@@ -144,6 +149,16 @@ class Stage(ABC):
     reads: ClassVar[tuple[str, ...]] = ("text",)
     writes: ClassVar[tuple[str, ...]] = ()
     removes: ClassVar[tuple[str, ...]] = ()
+    shapes: ClassVar[tuple[str, ...]] = ("text",)
+    """Record shapes the stage works on, "text" and/or "chat", checked against the recipe;
+    unless a stage says, it works on chat records when it reads `messages`, else on text."""
+    default_roles: ClassVar[tuple[str, ...] | None] = None
+    """Chat records: the roles worked on when the recipe names none (None: all)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "shapes" not in cls.__dict__ and "reads" in cls.__dict__:
+            cls.shapes = ("chat",) if MESSAGES in cls.reads else ("text",)
 
     def __init__(self, params: StageParams, context: StageContext | None = None) -> None:
         self.params = params
@@ -154,7 +169,23 @@ class Stage(ABC):
         return self.context.text_field
 
     def columns_read(self) -> tuple[str, ...]:
-        return tuple(self.text_field if c == "text" else c for c in self.reads)
+        text = MESSAGES if self.context.chat else self.text_field
+        return tuple(text if c == "text" else c for c in self.reads)
+
+    @property
+    def chat_roles(self) -> tuple[str, ...] | None:
+        """Chat records: the roles whose contents this stage works on (None: all)."""
+        chosen = getattr(self.params, "roles", None)
+        return tuple(chosen) if chosen is not None else self.default_roles
+
+    def text_units(self, batch: pa.RecordBatch) -> Units:
+        """The strings this stage works on: the text column, or the chosen message contents."""
+        return units(batch, self.text_field, self.context.chat, self.chat_roles)
+
+    def document_texts(self, batch: pa.RecordBatch) -> pa.Array:
+        """One string per row to judge a document by: its text, or (chat) its chosen
+        messages' contents joined by a blank line."""
+        return joined(self.text_units(batch))
 
     def setup(self) -> None:
         """Build heavy objects once per worker (a tokenizer, an analyzer). Default: nothing."""

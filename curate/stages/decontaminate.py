@@ -19,6 +19,13 @@ manifest records each benchmark's name, path, sha256, n and item counts in the s
 details, and counts the documents affected per benchmark (`benchmark:<name>` counters;
 a document overlapping two benchmarks counts under both). Benchmark files' digests enter
 the fingerprint, so editing one makes a new version.
+
+On chat records each message of the chosen `roles` (default: user and assistant; system
+prompts are usually shared boilerplate) is checked on its own, n-grams never crossing
+from one message into the next. A conversation with any overlapping message is removed
+(`drop`), or has the spans cut out of those messages (`cut`); a message left with
+nothing removes its conversation, since a conversation with an empty turn is impossible.
+Counters count conversations.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from curate.chat.contents import Roles, put_back, roles_field
 from curate.decontam.cut import cut
 from curate.decontam.index import BenchmarkFile, NGramIndex, build_index
 from curate.decontam.words import ngram_keys, normalized_words
@@ -63,6 +71,7 @@ class DecontaminateParams(StageParams):
     action: Literal["drop", "cut"] = Field(
         "drop", description="drop the document, or cut the overlapping spans out of it."
     )
+    roles: Roles | None = roles_field("user and assistant")
 
 
 class Decontaminate(MapStage):
@@ -71,6 +80,8 @@ class Decontaminate(MapStage):
     name = "decontaminate"
     Params = DecontaminateParams
     reads = ("text",)
+    shapes = ("text", "chat")
+    default_roles = ("user", "assistant")
 
     def _path(self, path: str) -> Path:
         return (Path(self.context.base_dir) / path).resolve()
@@ -131,17 +142,18 @@ class Decontaminate(MapStage):
         p: DecontaminateParams = self.params  # type: ignore[assignment]
         if getattr(self, "_index", None) is None:
             self.setup()
-        column = batch.column(batch.schema.get_field_index(self.text_field))
-        w = normalized_words(column)
-        keys, first = ngram_keys(w, p.n)
+        u = self.text_units(batch)  # documents, or the chosen messages of conversations
+        w = normalized_words(u.texts)
+        keys, first = ngram_keys(w, p.n)  # n-grams never cross a document's or message's end
         masks = self._index.lookup(keys)
         hit = masks != 0
         if not hit.any():
             return StageResult(batch)
-        doc_of = np.repeat(np.arange(batch.num_rows), w.counts)
-        hit_doc = doc_of[first[hit]]
+        hit_unit = np.repeat(np.arange(len(u.texts)), w.counts)[first[hit]]
+        unit_mask = np.zeros(len(u.texts), np.uint64)
+        np.bitwise_or.at(unit_mask, hit_unit, masks[hit])
         doc_mask = np.zeros(batch.num_rows, np.uint64)
-        np.bitwise_or.at(doc_mask, hit_doc, masks[hit])
+        np.bitwise_or.at(doc_mask, u.rows, unit_mask)
         counters: Counter[str] = Counter()
         first_bench = np.full(batch.num_rows, -1)
         for b in reversed(range(len(self._index.names))):
@@ -153,19 +165,18 @@ class Decontaminate(MapStage):
         keep = np.ones(batch.num_rows, bool)
         changed = 0
         if p.action == "cut":
-            texts = column.to_pylist()
+            texts = u.texts.to_pylist()
             new = list(texts)
             starts = w.starts
-            for d in affected:
-                grams = first[hit][hit_doc == d] - starts[d]
-                cut_text = cut(texts[d] or "", grams, p.n, int(w.counts[d]))
+            for k in np.flatnonzero(unit_mask):
+                grams = first[hit][hit_unit == k] - starts[k]
+                cut_text = cut(texts[k] or "", grams, p.n, int(w.counts[k]))
                 if cut_text:
-                    new[d] = cut_text
-                    changed += 1
-                else:
-                    keep[d] = False
-            i = batch.schema.get_field_index(self.text_field)
-            batch = batch.set_column(i, batch.schema.field(i), pa.array(new, column.type))
+                    new[k] = cut_text
+                else:  # nothing left (or words not lining up): the whole document goes
+                    keep[u.rows[k]] = False
+            changed = int(keep[affected].sum())
+            batch = put_back(batch, self.text_field, u, pa.array(new, pa.string()))
         else:
             keep[affected] = False
         removed = None

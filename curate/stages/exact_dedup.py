@@ -3,6 +3,11 @@
 The key is a 128-bit xxh3 digest of the text's UTF-8 bytes (a collision among a
 billion documents has probability about 1e-21). Put `normalize` before this stage
 to make "the same text" mean "the same after normalization".
+
+On chat records the digest is of the conversation's messages of the chosen `roles`
+(default: all), each as its role and content (`curate.chat.contents.serialized`): two
+conversations are duplicates only when those turns are equal, role, content and order.
+A conversation with no message of those roles has nothing to compare and is kept.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from curate.arrow_text import utf8_slices
+from curate.chat.contents import Roles, roles_field, serialized
 from curate.engines.collective import Summaries
 from curate.io.batches import ID
 from curate.stages.base import ORDER, BarrierStage, StageParams, rejected_table
@@ -20,7 +26,7 @@ DIGEST = "digest"
 
 
 class ExactDedupParams(StageParams):
-    pass
+    roles: Roles | None = roles_field()
 
 
 class ExactDedup(BarrierStage):
@@ -29,6 +35,7 @@ class ExactDedup(BarrierStage):
     name = "exact_dedup"
     Params = ExactDedupParams
     reads = ("text",)
+    shapes = ("text", "chat")
 
     def software(self) -> dict[str, str]:
         return {"xxhash": xxhash.VERSION, "hash": "xxh3_128"}
@@ -37,12 +44,14 @@ class ExactDedup(BarrierStage):
         return {"hash": "xxh3_128 of UTF-8 text", "keep": "first in input order"}
 
     def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        texts = batch.column(batch.schema.get_field_index(self.text_field))
+        u = self.text_units(batch)
+        texts = serialized(batch, u) if u.chat else u.texts
         digest = xxhash.xxh3_128_digest
         digests = pa.array([digest(t) for t in utf8_slices(texts)], pa.binary(16))
-        return pa.record_batch(
+        summary = pa.record_batch(
             [batch.column(ID), batch.column(ORDER), digests], names=[ID, ORDER, DIGEST]
         )
+        return summary.filter(pa.array(u.counts() > 0)) if u.chat else summary
 
     def decide(self, summaries: Summaries) -> pa.Table:
         later = summaries.first_by_key(DIGEST)

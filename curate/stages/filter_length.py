@@ -2,6 +2,9 @@
 
 Words are runs of non-whitespace as Unicode defines whitespace (pyarrow's
 `utf8_split_whitespace`), which is how Python's `str.split()` counts them too.
+
+A conversation (chat records) is measured by the contents of its messages of the chosen
+`roles` (default: all) joined by a blank line, and kept or removed whole.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
+from curate.chat.contents import Roles, roles_field
 from curate.stages.base import FilterStage, StageParams
 
 
@@ -19,6 +23,7 @@ class FilterLengthParams(StageParams):
     max_chars: int | None = Field(None, ge=0, description="Drop documents with more characters.")
     min_words: int | None = Field(None, ge=0, description="Drop documents with fewer words.")
     max_words: int | None = Field(None, ge=0, description="Drop documents with more words.")
+    roles: Roles | None = roles_field()
 
     @model_validator(mode="after")
     def _ordered(self) -> FilterLengthParams:
@@ -35,13 +40,14 @@ class FilterLength(FilterStage):
     name = "filter_length"
     Params = FilterLengthParams
     reads = ("text",)
+    shapes = ("text", "chat")
 
     def software(self) -> dict[str, str]:
         return {"pyarrow": pa.__version__}
 
     def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
         p: FilterLengthParams = self.params  # type: ignore[assignment]
-        text = batch.column(batch.schema.get_field_index(self.text_field))
+        text = self.document_texts(batch)
         n = batch.num_rows
         keep = np.ones(n, dtype=bool)
         reasons = np.full(n, None, dtype=object)

@@ -11,6 +11,10 @@ not in the keep-list (reason `language:<code>`) or whose score is below `min_sco
 (reason `low_score:<code>`). The manifest's stage record counts documents per detected
 language (`language:<code>` counters). The model (see `curate.langid.models`) loads
 once per worker in `setup()`; each document is one call into its C++ code.
+
+A conversation (chat records) is identified by the contents of its messages of the
+chosen `roles` (default: all) joined by a blank line; its language labels the whole
+conversation, which is kept or removed whole.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
+from curate.chat.contents import Roles, roles_field
 from curate.io.batches import ID
 from curate.langid.models import MODELS, Identifier, software
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
@@ -45,6 +50,7 @@ class LanguageFilterParams(StageParams):
     max_chars: int | None = Field(
         None, ge=1, description="Identify from the first N characters only (faster)."
     )
+    roles: Roles | None = roles_field()
 
 
 class LanguageFilter(MapStage):
@@ -53,6 +59,7 @@ class LanguageFilter(MapStage):
     name = "language_filter"
     Params = LanguageFilterParams
     reads = ("text",)
+    shapes = ("text", "chat")
     writes = (LANGUAGE, SCORE)
 
     def setup(self) -> None:
@@ -78,7 +85,7 @@ class LanguageFilter(MapStage):
         p: LanguageFilterParams = self.params  # type: ignore[assignment]
         if getattr(self, "_model", None) is None:
             self.setup()
-        texts = batch.column(batch.schema.get_field_index(self.text_field)).to_pylist()
+        texts = self.document_texts(batch).to_pylist()
         found = [self._model.identify(t or "") for t in texts]
         langs = [lang for lang, _ in found]
         scores = np.array([s for _, s in found], dtype=np.float32)

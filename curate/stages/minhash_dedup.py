@@ -15,6 +15,11 @@ are dropped; connected components of the verified pairs are clusters, and each c
 keeps its first document in input order. A removed document's rejected row names the kept
 one and their similarity estimated from the signatures.
 
+On chat records a conversation is shingled as the contents of its messages of the chosen
+`roles` (default: all) joined by a blank line, every word tagged with its speaker
+(`u|word`, `a|word`; `curate.chat.contents.labelled`): near-duplicates are conversations
+in which the same speakers say nearly the same things.
+
 Defaults favour recall: bands and rows come from datasketch's `_optimal_param` with false
 negatives weighted 0.98, so a pair at the threshold is a candidate 98% of the time (with
 equal weights, 9 x 13 at 0.8, it would be 40%); verification then removes the extra
@@ -36,6 +41,7 @@ import pyarrow.compute as pc
 import xxhash
 from pydantic import Field, model_validator
 
+from curate.chat.contents import Roles, labelled, roles_field
 from curate.engines.collective import Summaries
 from curate.io.batches import ID
 from curate.minhash.hashes import hash_shingles
@@ -80,6 +86,7 @@ class MinHashDedupParams(StageParams):
         "signature estimate; pairs under the threshold are dropped.",
     )
     seed: int = Field(1, ge=0, description="MinHash seed (datasketch's default is 1).")
+    roles: Roles | None = roles_field()
 
     @model_validator(mode="after")
     def _bands(self) -> MinHashDedupParams:
@@ -121,6 +128,7 @@ class MinHashDedup(BarrierStage):
     name = "minhash_dedup"
     Params = MinHashDedupParams
     reads = ("text",)
+    shapes = ("text", "chat")
 
     @property
     def p(self) -> MinHashDedupParams:
@@ -186,7 +194,8 @@ class MinHashDedup(BarrierStage):
         p = self.p
         bands, rows = self.band_shape()
         a, b = permutations(p.num_perm, p.seed)
-        texts = batch.column(batch.schema.get_field_index(self.text_field))
+        u = self.text_units(batch)
+        texts = labelled(batch, u) if u.chat else u.texts
         hashes, counts = hash_shingles(texts, p.unit, p.size, p.lowercase)
         sigs = signatures(hashes, counts, a, b)
         has = counts > 0

@@ -10,6 +10,11 @@ carry no second Unicode table.
 Zero-width joiners and non-joiners are kept: emoji sequences and Persian and Indic
 scripts need them. Runs of spaces are not collapsed by default because that
 destroys code indentation.
+
+On chat records the same cleaning applies to the content of each message of the chosen
+`roles` (default: all), in place; the conversation's structure is untouched. A message
+left empty by the cleaning (it held only control characters) would make an impossible
+conversation, so that conversation is removed (reason `empty_message`), never repaired.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ import pyarrow.compute as pc
 from pydantic import Field
 
 from curate.arrow_text import utf8_slices
-from curate.stages.base import MapStage, StageParams, StageResult
+from curate.chat.contents import Roles, put_back, roles_field
+from curate.io.batches import ID
+from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
 
 # C0 and C1 controls except tab and newline (and carriage return, which `newlines` handles),
 # DEL, and the invisible characters that only ever hide text: zero-width space, word joiner, BOM.
@@ -83,6 +90,7 @@ class NormalizeParams(StageParams):
         True,
         description="Trim whitespace at the end of every line and at both ends of the document.",
     )
+    roles: Roles | None = roles_field()
 
 
 class Normalize(MapStage):
@@ -92,6 +100,7 @@ class Normalize(MapStage):
     Params = NormalizeParams
     reads = ("text",)
     writes = ("text",)
+    shapes = ("text", "chat")
 
     def software(self) -> dict[str, str]:
         return {"unicode": unicodedata.unidata_version, "pyarrow": pa.__version__}
@@ -123,10 +132,22 @@ class Normalize(MapStage):
         return out
 
     def process(self, batch: pa.RecordBatch) -> StageResult:
-        i = batch.schema.get_field_index(self.text_field)
-        before = batch.column(i)
-        after = self.clean(before)
-        changed = int(pc.sum(pc.not_equal(before, after)).as_py() or 0)
-        if changed == 0:
+        u = self.text_units(batch)
+        after = self.clean(u.texts)
+        differs = pc.fill_null(pc.not_equal(u.texts, after), False).to_numpy(zero_copy_only=False)
+        if not differs.any():
             return StageResult(batch)
-        return StageResult(batch.set_column(i, batch.schema.field(i), after), changed=changed)
+        rows = u.any_per_row(differs)
+        out = put_back(batch, self.text_field, u, after)
+        if not u.chat:
+            return StageResult(out, changed=int(rows.sum()))
+        empty = pc.equal(pc.binary_length(after), 0).to_numpy(zero_copy_only=False)
+        emptied = u.any_per_row(differs & empty)
+        if not emptied.any():
+            return StageResult(out, changed=int(rows.sum()))
+        gone = np.flatnonzero(emptied)
+        removed = rejected_table(
+            self.name, pc.take(batch.column(ID), pa.array(gone)), ["empty_message"] * len(gone)
+        )
+        changed = int((rows & ~emptied).sum())
+        return StageResult(out.filter(pa.array(~emptied)), changed=changed, removed=removed)

@@ -13,6 +13,12 @@ forms (scored 0.05: any nine digits).
 Nothing detected ever leaves the stage except as a replacement: the manifest gets counts
 per entity type and action, rejected/ gets ids and `pii:<TYPE>` reasons, and Presidio's
 log records are dropped while documents are analysed (`curate.pii.quiet`).
+
+On chat records each message of the chosen `roles` (default: all) is analysed and
+replaced on its own, exactly as a document would be; `drop_document` counts a type's
+values over the whole conversation and drops the conversation. Counters then count
+messages (`messages/analyzed`, `skipped`, `changed`) and conversations
+(`documents/changed`, `documents/dropped`).
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
+from curate.chat.contents import Roles, put_back, roles_field
 from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
@@ -82,6 +89,7 @@ class PiiParams(StageParams):
         description="hash: file holding the key (relative to the recipe); wins over the variable.",
     )
     hash_digits: int = Field(16, ge=8, le=64, description="hash: hex digits in each token.")
+    roles: Roles | None = roles_field()
 
     @model_validator(mode="after")
     def _entities(self) -> PiiParams:
@@ -110,6 +118,7 @@ class Pii(MapStage):
     Params = PiiParams
     reads = ("text",)
     writes = ("text",)
+    shapes = ("text", "chat")
 
     @property
     def p(self) -> PiiParams:
@@ -184,29 +193,32 @@ class Pii(MapStage):
 
         if not hasattr(self, "_analysis"):
             self.setup()
-        i = batch.schema.get_field_index(self.text_field)
-        texts = batch.column(i).to_pylist()
-        out: list[str | None] = list(texts)
-        keep = [True] * len(texts)
-        reasons: list[str] = []
+        u = self.text_units(batch)  # documents, or the chosen messages of conversations
+        texts: list[str | None] = u.texts.to_pylist()
+        rows = u.rows.tolist()
+        unit = "messages" if u.chat else "documents"
         counters: Counter[str] = Counter()
         dropped_before = quiet.dropped()
-        changed = 0
-        for row, text in enumerate(texts):
+        found_in: dict[int, list[tuple[int, list[Any]]]] = {}  # row -> [(unit, spans)]
+        for k, text in enumerate(texts):
             if not text:
                 continue
             try:
                 found, ran = self._analysis.analyze(text)
             except Exception as exc:  # never echo the text: the type of failure and the row
                 raise CurateError(
-                    f"pii: analysing document {batch.column(ID)[row].as_py()!r} failed "
+                    f"pii: analysing document {batch.column(ID)[rows[k]].as_py()!r} failed "
                     f"({type(exc).__name__})"
                 ) from None
-            counters["documents/analyzed" if ran else "documents/skipped"] += 1
-            if not found:
-                continue
-            spans = final_spans(text, found)
-            per_type = Counter(s.entity for s in spans)
+            counters[f"{unit}/analyzed" if ran else f"{unit}/skipped"] += 1
+            if found:
+                found_in.setdefault(rows[k], []).append((k, final_spans(text, found)))
+        out = list(texts)
+        keep = [True] * batch.num_rows
+        reasons: list[str] = []
+        changed_units = changed = 0
+        for row, hits in found_in.items():  # rows in order: units come in row order
+            per_type = Counter(s.entity for _, spans in hits for s in spans)
             drop = sorted(
                 e
                 for e, n in per_type.items()
@@ -223,17 +235,24 @@ class Pii(MapStage):
                 rule = self._rules[e]
                 action = rule.otherwise if rule.action == "drop_document" else rule.action
                 counters[f"values/{e}/{action}"] += n
-            new = replace(text, spans, lambda s, value: self._replacement(s.entity, value))
-            if new != text:
-                out[row] = new
-                changed += 1
+            row_changed = False
+            for k, spans in hits:
+                text = texts[k] or ""
+                new = replace(text, spans, lambda s, value: self._replacement(s.entity, value))
+                if new != text:
+                    out[k] = new
+                    changed_units += 1
+                    row_changed = True
+            changed += row_changed
         counters["documents/changed"] += changed
+        if u.chat:
+            counters["messages/changed"] += changed_units
         suppressed = quiet.dropped() - dropped_before
         if suppressed:
             counters["log_records_suppressed"] += suppressed
         result = batch
         if changed:
-            result = batch.set_column(i, batch.schema.field(i), pa.array(out, pa.string()))
+            result = put_back(batch, self.text_field, u, pa.array(out, pa.string()))
         removed = None
         if not all(keep):
             mask = pa.array(keep)

@@ -16,6 +16,10 @@ A removed document's reason names the rule set and the first rule it failed, in
 datatrove's order (`gopher_repetition:dup_line_frac`). Rule sets run one after another
 on the documents the earlier ones kept, so a batch's words are split once and most
 n-gram work is spent only on documents still in the running.
+
+A conversation (chat records) is judged by the contents of its messages of the chosen
+`roles` (default: all) joined by a blank line, so each message is its own paragraph and
+line for the line and paragraph rules, and it is kept or removed whole.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic import Field
 
+from curate.chat.contents import Roles, roles_field
 from curate.quality.c4 import C4Params
 from curate.quality.docs import DocBatch
 from curate.quality.fineweb import FineWebParams
@@ -61,6 +66,7 @@ class QualityFilterParams(StageParams):
         description="FineWeb's added rules (Penedo et al. 2024, 3.3); false: off.",
         json_schema_extra=_false_turns_off,
     )
+    roles: Roles | None = roles_field()
 
     def __init__(self, **data: Any) -> None:
         # `c4: false` reads better in YAML than `c4: null`
@@ -106,6 +112,7 @@ class QualityFilter(FilterStage):
     name = "quality_filter"
     Params = QualityFilterParams
     reads = ("text",)
+    shapes = ("text", "chat")
 
     def software(self) -> dict[str, str]:
         import polars as pl
@@ -114,12 +121,12 @@ class QualityFilter(FilterStage):
 
     def explain(self, batch: pa.RecordBatch) -> list[tuple[str, np.ndarray]]:
         """Every rule's verdict on every document, each as if alone (for inspect-filter)."""
-        text = batch.column(batch.schema.get_field_index(self.text_field))
+        text = self.document_texts(batch)
         return evaluate_rules(text, self.params, shortcut=False)  # type: ignore[arg-type]
 
     def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
         p: QualityFilterParams = self.params  # type: ignore[assignment]
-        text = batch.column(batch.schema.get_field_index(self.text_field))
+        text = self.document_texts(batch)
         keep = np.ones(batch.num_rows, dtype=bool)
         reasons = np.full(batch.num_rows, None, dtype=object)
         for rule, fails in evaluate_rules(text, p):

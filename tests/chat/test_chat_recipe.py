@@ -20,8 +20,8 @@ def test_finetune_recipe_runs_on_the_samples(tmp_path: Path) -> None:
     folder = Path(version.path)
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["recipe"]["chat"]["shape"] == "auto"
-    stage = manifest["stages"][0]
-    assert (stage["docs_in"], stage["docs_out"]) == (11, 11)
+    stage = next(s for s in manifest["stages"] if s["name"] == "chat_template")
+    assert (stage["docs_in"], stage["docs_out"]) == (13, 13)  # after the text stages
     assert stage["counters"] == {"content_has_special_token_text": 1}
     reasons = []
     for path in sorted((folder / "quarantine").glob("*.arrow")):
@@ -30,7 +30,7 @@ def test_finetune_recipe_runs_on_the_samples(tmp_path: Path) -> None:
     rows = []
     for path in sorted((folder / "shards").glob("*.arrow")):
         rows += pa.ipc.open_stream(path).read_all().to_pylist()
-    assert len(rows) == 11
+    assert len(rows) == 13
     for row in rows:
         assert len(row["input_ids"]) == len(row["labels"]) == row["num_tokens"]
         kept = [lab for lab in row["labels"] if lab != -100]
