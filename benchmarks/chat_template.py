@@ -8,9 +8,14 @@ paragraphs become turns (an optional system prompt, then user and assistant turn
 turn), at most a few KB per conversation, written as `{"id", "messages": [{role,
 content}]}` JSONL in two files, so both workers get a partition.
 
-The template is ChatML with `{% generation %}` blocks (SmolLM/Qwen style); the tokenizer
-is Mistral's tekken as a tokenizer.json (benchmarks/tokenize_convert.py) with ChatML's
-special tokens added. In paired rounds (each contender once per round, same order):
+The template is Mistral's [INST] style with `{% generation %}` blocks (for transformers'
+assistant mask), the tokenizer Mistral's tekken 240911: curate reads the tekken file (its
+fastest exact encoder, tiktoken), transformers the same tokenizer as a tokenizer.json
+(benchmarks/tokenize_convert.py; identical ids, tests/tokenizers). Conversations whose
+contents hold one of tekken's control-token strings (`</s>`, `[INST]`, ...) are left out
+of the corpus: transformers parses those as control tokens, mistral-common and curate's
+tekken path keep them as text, so the outputs would differ by design (a few hundred;
+counted in corpus.json). In paired rounds (each contender once per round, same order):
 
 - **curate**: `curate run` (read JSONL, render, tokenize, mask, write shards with sha256
   and fsync, the manifest), 2 workers, `mask: loss_mask`;
@@ -30,6 +35,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import statistics
 import subprocess
@@ -44,23 +50,31 @@ import pyarrow as pa
 import xxhash
 
 from benchmarks.measure import MIB, Measurement, run_measured, wait_for_quiet
+from curate.chat.tokens import alternation
 
 ROOT = Path(__file__).resolve().parent
 WORK = ROOT / "work"
 TARGET = 3.0
-CHATML_GENERATION = (
-    "{%- for message in messages %}"
-    "{%- if message['role'] == 'assistant' %}"
-    "{{- '<|im_start|>assistant\n' }}"
-    "{%- generation %}{{- message['content'] + '<|im_end|>' }}{%- endgeneration %}"
-    "{{- '\n' }}"
+# Mistral's [INST] style, the system prompt put before the first user message (as Mistral's
+# later templates do), the assistant's part in {% generation %} blocks for transformers' mask.
+TEMPLATE = (
+    "{%- if messages[0]['role'] == 'system' %}"
+    "{%- set system = messages[0]['content'] + '\n\n' %}{%- set loop_messages = messages[1:] %}"
+    "{%- else %}{%- set system = '' %}{%- set loop_messages = messages %}{%- endif %}"
+    "{{- bos_token }}"
+    "{%- for message in loop_messages %}"
+    "{%- if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}"
+    "{{- raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}"
+    "{%- endif %}"
+    "{%- if message['role'] == 'user' %}"
+    "{{- '[INST] ' + (system if loop.first else '') + message['content'] + ' [/INST]' }}"
     "{%- else %}"
-    "{{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}"
+    "{%- generation %}{{- message['content'] + eos_token }}{%- endgeneration %}"
     "{%- endif %}"
     "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|im_start|>assistant\n' }}{%- endif %}"
 )
 MAX_TURN_CHARS = 1500
+FORMAT = 2  # bump when the corpus recipe changes
 MAX_TURNS = 8
 
 
@@ -127,7 +141,7 @@ def build_corpus(size_mb: int) -> Path:
     """The conversations corpus of size_mb (JSONL bytes), cached under benchmarks/work."""
     from benchmarks.corpus import source_documents
 
-    folder = WORK / f"chat-corpus-{size_mb}"
+    folder = WORK / f"chat-corpus-{size_mb}-v{FORMAT}"
     info = folder / "corpus.json"
     if info.exists():
         return folder
@@ -135,12 +149,16 @@ def build_corpus(size_mb: int) -> Path:
     folder.mkdir(parents=True)
     rng = random.Random(20261202)
     target = size_mb * 1_000_000
-    written, n_conv, n_docs, files = 0, 0, 0, 2
+    written, n_conv, n_docs, skipped, files = 0, 0, 0, 0, 2
+    special = re.compile(alternation(tekken_specials()))
     outs = [open(folder / f"part-{i:05d}.jsonl", "wb") for i in range(files)]  # noqa: SIM115
     try:
         for doc_id, text, _ in source_documents(4 * target):
             n_docs += 1
             for k, messages in enumerate(conversations(text, rng)):
+                if any(special.search(m["content"]) for m in messages):
+                    skipped += 1  # see the docstring: one of tekken's control strings
+                    continue
                 line = json.dumps({"id": f"{doc_id}#{k}", "messages": messages}, ensure_ascii=False)
                 data = (line + "\n").encode()
                 outs[min(files - 1, written * files // target)].write(data)
@@ -154,30 +172,50 @@ def build_corpus(size_mb: int) -> Path:
     if written < target:
         raise SystemExit(f"only {written} bytes of conversations on this machine")
     info.write_text(
-        json.dumps({"bytes": written, "conversations": n_conv, "documents": n_docs}) + "\n"
+        json.dumps(
+            {
+                "bytes": written,
+                "conversations": n_conv,
+                "documents": n_docs,
+                "skipped_for_control_strings": skipped,
+            }
+        )
+        + "\n"
     )
     return folder
 
 
-def tokenizer_folder() -> Path:
-    """tekken as a tokenizer.json with ChatML's special tokens, and the template."""
-    from tokenizers import AddedToken, Tokenizer
+def tekken_specials() -> list[str]:
+    from curate.tokenizers.source import resolve_source
+    from curate.tokenizers.tiktoken_bpe import TekkenEncoder
 
+    return list(TekkenEncoder.load(resolve_source(str(_tekken())), 1).special)
+
+
+def _tekken() -> Path:
+    from benchmarks.tokenize_convert import mistral_file
+
+    return mistral_file("tekken_240911.json")
+
+
+def tokenizer_folders() -> tuple[Path, Path]:
+    """Mistral's tekken 240911 with the template: the file itself for curate, and the same
+    tokenizer as a tokenizer.json (its 1000 control tokens as special added tokens) for
+    transformers, which has no tekken loader."""
     from benchmarks.tokenize_convert import prepare
 
-    folder = WORK / "chat" / "tokenizer"
-    if (folder / "tokenizer_config.json").exists():
-        return folder
-    folder.mkdir(parents=True, exist_ok=True)
-    _, tokenizer_json = prepare("tekken", WORK / "tok")
-    tok = Tokenizer.from_file(str(tokenizer_json))
-    specials = ["<|im_start|>", "<|im_end|>"]
-    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
-    tok.save(str(folder / "tokenizer.json"))
-    config = {"bos_token": "<s>", "eos_token": "<|im_end|>", "unk_token": "<unk>",
-              "chat_template": CHATML_GENERATION}  # fmt: skip
-    (folder / "tokenizer_config.json").write_text(json.dumps(config))
-    return folder
+    config = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+              "chat_template": TEMPLATE}  # fmt: skip
+    curate_folder, hf_folder = WORK / "chat" / "tekken", WORK / "chat" / "tokenizer-json"
+    for folder in (curate_folder, hf_folder):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    original, tokenizer_json = prepare("tekken", WORK / "tok")
+    if not (curate_folder / "tekken.json").exists():
+        shutil.copyfile(original, curate_folder / "tekken.json")
+    if not (hf_folder / "tokenizer.json").exists():
+        shutil.copyfile(tokenizer_json, hf_folder / "tokenizer.json")
+    return curate_folder, hf_folder
 
 
 # -- the contenders -----------------------------------------------------------------------
@@ -270,8 +308,9 @@ def report(results: list[Result], commands: list[str], corpus_info: dict[str, in
         "",
         f"Corpus: {corpus_info['bytes'] / 1e6:.1f} MB of JSONL, {corpus_info['conversations']:,} "
         f"conversations from {corpus_info['documents']:,} documents (man pages, /usr/share/doc, "
-        "Python sources). Template: ChatML with `{% generation %}`; tokenizer: tekken 240911 as "
-        "tokenizer.json + `<|im_start|>`, `<|im_end|>`.",
+        "Python sources). Template: Mistral [INST] style (system prompt before the first user "
+        "message) with `{% generation %}`; tokenizer: Mistral tekken 240911 (curate reads the "
+        "tekken file; transformers the same tokenizer as a tokenizer.json).",
         "",
     ]
     by_size: dict[int, dict[str, list[Result]]] = {}
@@ -328,7 +367,7 @@ def main() -> None:
         raise SystemExit("the benchmark needs at least 50 MB of conversations")
     corpus = build_corpus(args.size)
     corpus_info = json.loads((corpus / "corpus.json").read_text())
-    tokenizer = tokenizer_folder()
+    curate_tokenizer, hf_tokenizer = tokenizer_folders()
     results_json = ROOT / "results" / "chat_template.json"
     command = "python -m benchmarks.chat_template " + " ".join(sys.argv[1:])
     results: list[Result] = []
@@ -347,6 +386,7 @@ def main() -> None:
                 continue
             wait_for_quiet(args.quiet_load, 60)
             slug = name.split()[0].lower()
+            tokenizer = curate_tokenizer if name == "curate" else hf_tokenizer
             m, found, n = run(
                 corpus, tokenizer, WORK / "chat" / slug, logs / f"chat-{slug}-r{rnd}.log"
             )

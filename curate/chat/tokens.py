@@ -29,6 +29,7 @@ import json
 import os
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,30 @@ class ChatTokenizer(ABC):
         return text.replace(OPEN, "").replace(CLOSE, "") if OPEN in text or CLOSE in text else text
 
 
+def alternation(strings: Iterable[str]) -> str:
+    """A regex matching any of the strings, longest first, as a trie: tekken reserves 1000
+    special tokens, and a flat alternation tries each of them at every `<` or `[`."""
+    trie: dict[str, Any] = {}
+    for text in strings:
+        if not text:
+            continue
+        node = trie
+        for ch in text:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+    return _trie_regex(trie) if trie else "(?!)"
+
+
+def _trie_regex(node: dict[str, Any]) -> str:
+    branches = [re.escape(ch) + _trie_regex(child) for ch, child in sorted(node.items()) if ch]
+    ends_here = "" in node
+    if not branches:
+        return ""
+    body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+    # greedy: a longer special wins over one it begins with (as tokenizers matches them)
+    return f"(?:{body})?" if ends_here else body
+
+
 def load_chat_tokenizer(source: TokenizerSource, threads: int = 1) -> ChatTokenizer:
     if source.kind == "tokenizer.json":
         return HFChatTokenizer(source, threads)
@@ -118,8 +143,8 @@ class PieceChatTokenizer(ChatTokenizer):
         for token, i in self.specials.items():
             self.table[i] = len(token.encode())
         self.dummy = int(self.table[self._ids("x")].sum()) - 1  # SentencePiece's prefix space
-        alternatives = "|".join(map(re.escape, sorted(self.specials, key=len, reverse=True)))
-        self.any_special = re.compile(alternatives or "(?!)")
+        alternatives = alternation(self.specials)
+        self.any_special = re.compile(alternatives)
         self.split = re.compile(f"{OPEN}({alternatives}){CLOSE}|[{OPEN}{CLOSE}]|({alternatives})")
 
     def _ids(self, text: str) -> np.ndarray:

@@ -29,7 +29,13 @@ from pydantic import Field, model_validator
 from curate.chat.mask import NotPrefixStable, prefix_spans, unmarked_spans
 from curate.chat.spec import MESSAGES
 from curate.chat.template import Renderer, TemplateText, find_template, special_tokens_map
-from curate.chat.tokens import ChatTokenizer, Unmappable, assistant_mask, load_chat_tokenizer
+from curate.chat.tokens import (
+    ChatTokenizer,
+    Unmappable,
+    alternation,
+    assistant_mask,
+    load_chat_tokenizer,
+)
 from curate.io.batches import ID
 from curate.io.chat_packing import ChatPackSpec
 from curate.io.packing import NUM_TOKENS, TOKENS
@@ -178,8 +184,7 @@ class ChatTemplate(MapStage):
             variables = {**special_tokens_map(self.source), **self.p.variables}
             now = datetime.fromisoformat(self.p.now)
             renderer = Renderer(self.template, now, variables)
-            specials = sorted(tok.specials, key=len, reverse=True)
-            pattern = re.compile("|".join(map(re.escape, specials))) if specials else None
+            pattern = re.compile(alternation(tok.specials)) if tok.specials else None
             found = (tok, renderer, pattern)
             self.__dict__["_loaded_objects"] = found
         return found
