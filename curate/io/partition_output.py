@@ -7,9 +7,9 @@ packer, and packed rows never mix splits; without one there is a single writer, 
 as before. Shards go to `<folder>/shards/` or `<folder>/<split>/shards/`, named by the
 partition index, so the output never depends on how many workers ran.
 
-Completed shards are handed back (`take`) at the points the engine checkpoints, and the
-packers' carried rows pickle (`state`/`restore`), so a resumed partition continues
-exactly where it stopped.
+Completed shards are handed back (`take`) at the points the engine checkpoints (closing
+every split's open shard there), and the packers' carried rows pickle (`state`/
+`restore`), so a resumed partition continues exactly where it stopped.
 """
 
 from __future__ import annotations
@@ -88,9 +88,16 @@ class PartitionOutput:
         return any(w.shards for w in self.writers.values())
 
     def take(self) -> list[dict[str, Any]]:
-        """Shards completed since the last call, split by split (each writer's in order)."""
+        """Shards completed since the last call, split by split (each writer's in order).
+
+        Called at a checkpoint, which the engine takes when a shard completes: every other
+        split's open shard is closed too, since a resumed run restarts after the last chunk
+        and would never rewrite the rows an open shard held. The cut points depend only on
+        the data, so an interrupted run and an uninterrupted one cut at the same places.
+        """
         out = []
         for writer in self.writers.values():
+            writer.close()
             out += [s.to_dict() for s in writer.shards]
             writer.first_index += len(writer.shards)
             writer.shards = []
