@@ -576,3 +576,18 @@ def test_finetune_recipe_curates_conversations_end_to_end(tmp_path: Path) -> Non
     for shard in Path(version.path, "shards").glob("*.arrow"):
         assert b"jane.doe" not in shard.read_bytes()
     assert b"jane.doe" not in (Path(version.path) / "manifest.json").read_bytes()
+
+
+def test_inspect_filter_shows_what_a_filter_judged_a_conversation_by(tmp_path: Path) -> None:
+    import shutil
+
+    from curate.inspect_filter import inspect_filter
+
+    shutil.copytree(REPO / "sample_data" / "chat", tmp_path / "sample_data" / "chat")
+    (tmp_path / "recipes").mkdir()
+    shutil.copy(REPO / "recipes" / "finetune-chat.yaml", tmp_path / "recipes")
+    report = inspect_filter(tmp_path / "recipes" / "finetune-chat.yaml", "quality_filter")
+    assert report.documents == 16 and report.skipped_barriers == ["exact_dedup", "minhash_dedup"]
+    assert report.first == {"gopher_repetition:dup_line_frac": 1}
+    [(doc_id, text)] = report.examples["gopher_repetition:dup_line_frac"]
+    assert doc_id == "m9" and text == "\n".join(["I can help with that."] * 6)  # assistant only
