@@ -75,13 +75,14 @@ def run(
     # Building: check every input's contents before anything is written.
     files = discover_inputs(recipe.inputs, recipe.base_dir)
     fp = fingerprint(recipe, files, stages, hashes)
+    engine = _engine(recipe, workers)  # a missing engine library fails before anything is written
     store.ensure()
     with store.lock(fp):
         found = store.find(fp)  # another process may have built it while we waited
         if found is not None:
             return Version(found, up_to_date=True).hold()
         store.clean_stale(fp)
-        build = Build(recipe, files, stages, fp, store, _engine(recipe, workers), progress, hashes)
+        build = Build(recipe, files, stages, fp, store, engine, progress, hashes)
         try:
             return build.run()
         except DiskFull as exc:

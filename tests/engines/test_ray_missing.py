@@ -23,6 +23,7 @@ def test_ray_engine_without_ray_says_how_to_install(project: Path) -> None:
     on_ray = write_recipe(project, engine={"kind": "ray", "address": "auto"})
     out = curate_without_ray("run", "--quiet", str(on_ray))
     assert (out.returncode, out.stderr.strip()) == (2, MESSAGE)
+    assert not (project / "out").exists()  # nothing written: no empty dataset folder
     local = write_recipe(project)  # the command line chooses the engine too
     for option in (["--engine", "ray"], ["--address", "auto"]):
         out = curate_without_ray("run", "--quiet", *option, str(local))
