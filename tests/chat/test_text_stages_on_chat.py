@@ -27,7 +27,7 @@ from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.plan import check_columns
 from curate.recipe import Recipe
-from curate.stages.base import ORDER, BarrierStage, MapStage, Stage, StageContext
+from curate.stages.base import ORDER, REJECTED_SCHEMA, BarrierStage, MapStage, Stage, StageContext
 from curate.stages.decontaminate import Decontaminate
 from curate.stages.exact_dedup import ExactDedup
 from curate.stages.filter_length import FilterLength
@@ -225,7 +225,10 @@ def test_language_filter_labels_the_conversation(roles: list[str] | None) -> Non
 
 
 def decide(stage: BarrierStage, batch: pa.RecordBatch) -> list[tuple[str, str]]:
-    table = stage.decide(LocalSummaries.from_tables([stage.summarize(batch)]))
+    decision = stage.decide(LocalSummaries.from_tables([stage.summarize(batch)]))
+    if hasattr(decision, "collect"):  # a frame the engine holds (issue 7's collectives)
+        decision = decision.collect(pa.schema([*REJECTED_SCHEMA, pa.field(ORDER, pa.uint64())]))
+    table = decision
     return sorted(
         zip(table.column("id").to_pylist(), table.column("duplicate_of").to_pylist(), strict=True)
     )
