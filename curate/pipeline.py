@@ -25,7 +25,14 @@ from curate.engines.local_collective import LocalSummaries
 from curate.io.batches import ID
 from curate.plan import make_plan
 from curate.recipe import Recipe, build_stage
-from curate.stages.base import ORDER, REJECTED_SCHEMA, Stage, StageContext, StageCounts
+from curate.stages.base import (
+    DECISION_SCHEMA,
+    ORDER,
+    REJECTED_SCHEMA,
+    Stage,
+    StageContext,
+    StageCounts,
+)
 from curate.version import Version
 
 
@@ -92,6 +99,7 @@ class Pipeline:
             if segment.barrier is not None:
                 b = segment.barrier
                 decision = b.decide(LocalSummaries.from_tables([b.summarize(batch)]))
+                decision = decision.collect(DECISION_SCHEMA).sort_by(ORDER)
                 kept = b.apply(batch, decision.column(ID)).batch
                 c = counts[labels[id(b)]]
                 c.docs_in, c.docs_out = batch.num_rows, kept.num_rows

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from curate.engines.collective import Summaries
+from curate.engines.collective import Frame, Summaries
 from curate.engines.job import Job, ProgressFn
+from curate.engines.piece_ops import column_sum
 from curate.engines.tasks import (
     ORDER_SHIFT,
     PassTask,
@@ -31,7 +32,7 @@ from curate.engines.tasks import (
 from curate.errors import CurateError
 from curate.io.shards import write_table
 from curate.phases import mark
-from curate.stages.base import ORDER, BarrierStage
+from curate.stages.base import DECISION_SCHEMA, ORDER, BarrierStage
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +80,11 @@ def decide_once(
     make_summaries: Callable[[], Summaries],
     progress: ProgressFn,
 ) -> dict[str, Any]:
-    """The barrier's decision for pass k, made once (a resumed run finds the marker)."""
+    """The barrier's decision for pass k, made once (a resumed run finds the marker).
+
+    The decision stays with the engine: its pieces are written to one file per partition
+    where they are (Ray's workers, or this process), and only their row counts come back.
+    """
     folder = pass_dir(job.staging, k)
     marker = folder / "decision.json"
     if marker.exists():
@@ -89,38 +94,56 @@ def decide_once(
     mark("barrier")
     started = time.perf_counter()
     summaries = make_summaries()
-    repeated = summaries.repeated_id()
-    if repeated is not None:
-        raise CurateError(
-            f"document id {repeated!r} is not unique, so {barrier.name} could not tell the "
-            "documents apart; name a unique id_field, or leave it out to derive ids from "
-            "file and line"
-        )
-    decision = barrier.decide(summaries)
-    for stale in folder.glob("decision-*.arrow"):
-        stale.unlink()
-    write_decision(decision, job.staging, k, job.fsync)
-    info = {
-        "summary_rows": summaries.count(),
-        "dropped": decision.num_rows,
-        "seconds": round(time.perf_counter() - started, 4),
-        # what decide() learned (clusters, pairs): kept here so a resumed run that skips
-        # the decision still reports it
-        "details": barrier.describe(),
-    }
+    try:
+        repeated = summaries.repeated_id()
+        if repeated is not None:
+            raise CurateError(
+                f"document id {repeated!r} is not unique, so {barrier.name} could not tell "
+                "the documents apart; name a unique id_field, or leave it out to derive ids "
+                "from file and line"
+            )
+        decision = barrier.decide(summaries)
+        for stale in folder.glob("decision-*.arrow"):
+            stale.unlink()
+        dropped = write_decision(decision, job.staging, k, job.fsync)
+        info = {
+            "summary_rows": summaries.count(),
+            "dropped": dropped,
+            "seconds": round(time.perf_counter() - started, 4),
+            # what decide() learned (clusters, pairs): kept here so a resumed run that
+            # skips the decision still reports it
+            "details": barrier.describe(),
+        }
+    finally:
+        summaries.close()
     marker.write_text(json.dumps(info))
     progress(f"{barrier.name}: deciding", 1, 1)
     return info
 
 
-def write_decision(decision: pa.Table, staging: Path, k: int, fsync: bool) -> None:
-    """One decision file per partition, so each worker reads only the drops that concern it."""
+def write_decision(decision: Frame, staging: Path, k: int, fsync: bool) -> int:
+    """One decision file per partition, so each worker reads only the drops that concern it;
+    written by whoever holds each piece. Returns the rows written."""
+    written = decision.by_partition(ORDER, write_pieces, staging, k, fsync)
+    return int(sum(written.fold(column_sum, "rows")))
+
+
+def write_pieces(
+    decision: pa.Table, _range: tuple[int, int], _side: None, staging: Path, k: int, fsync: bool
+) -> pa.Table:
+    """The decision files of the partitions this piece covers (pure: the same rows give the
+    same files, so a task run twice writes them twice, identically)."""
     if decision.num_rows == 0:
-        return
-    decision = decision.sort_by(ORDER)
+        return pa.table({"rows": pa.array([], pa.int64())})
+    decision = decision.sort_by(ORDER).cast(DECISION_SCHEMA).combine_chunks()
     parts = decision.column(ORDER).to_numpy() >> np.uint64(ORDER_SHIFT)
     starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
     ends = np.concatenate([starts[1:], [len(parts)]])
+    rows = []
     for start, end in zip(starts, ends, strict=True):
-        piece = decision.slice(int(start), int(end - start))
+        # a fresh copy: buffers sized by the rows alone, not by how this piece was built
+        # (a concatenation pads them), so the files are the same bytes on every engine
+        piece = decision.take(pa.array(np.arange(start, end)))
         write_table(decision_path(staging, k, int(parts[start])), piece, fsync=fsync)
+        rows.append(int(end - start))
+    return pa.table({"rows": pa.array(rows, pa.int64())})

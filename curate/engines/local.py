@@ -23,10 +23,7 @@ import pyarrow as pa
 from curate.engines.barrier_step import decide_once, split_completed, summary_files
 from curate.engines.collective import Summaries
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
-from curate.engines.tasks import (
-    PassTask,
-    run_pass_task,
-)
+from curate.engines.tasks import PassTask, pass_dir, run_pass_task
 from curate.stages.base import BarrierStage
 
 log = logging.getLogger(__name__)
@@ -96,7 +93,7 @@ class LocalEngine:
         if len(job.partitions) > 1:
             self.start()
         if any(seg.barrier is not None for seg in job.segments):
-            # The driver idles while workers run the first pass: import polars meanwhile.
+            # The driver idles while workers run the first pass: import the collectives meanwhile.
             threading.Thread(target=_import_collective, daemon=True).start()
         pool = self._pool
         try:
@@ -140,10 +137,9 @@ class LocalEngine:
         progress: ProgressFn,
     ) -> dict[str, Any]:  # fmt: skip
         def summaries() -> Summaries:
-            from curate.engines.local_collective import LocalSummaries  # polars: barriers only
+            from curate.engines.local_collective import LocalSummaries
 
-            return LocalSummaries.from_files(
-                [path for path, _ in summary_files(job.staging, records)]
-            )
+            spill = pass_dir(job.staging, k) / "collective"
+            return LocalSummaries.from_files(summary_files(job.staging, records), spill)
 
         return decide_once(job, k, barrier, summaries, progress)

@@ -1,168 +1,195 @@
-"""Collective operations for the local engine: polars over the staged summary files."""
+"""The collective operations' primitives in this process, spilling to files when large.
+
+A `LocalFrame` keeps its pieces as tables in memory, or, past `spill_bytes`, as Arrow
+files in a spill folder (in the staging folder, removed when the decision is made). A
+shuffle whose rows fit `budget` runs as one piece; a larger one is cut into buckets of
+about `budget` bytes, each bucket's parts spilled as they are cut and read back one bucket
+at a time, so memory stays near one bucket whatever the number of summaries.
+"""
 
 from __future__ import annotations
 
+import itertools
+import math
+import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, TypeAlias
 
-import numpy as np
-import polars as pl
 import pyarrow as pa
 
-from curate.engines.collective import PairScore, Summaries
+from curate.engines.collective import Frame, PieceFn, Prepare, Side, Summaries
+from curate.engines.pieces import (
+    Files,
+    bucket_range,
+    concat,
+    hash_buckets,
+    key_hash,
+    load,
+    partition_of,
+    range_buckets,
+    split,
+)
 from curate.stages.base import ORDER
 
-EDGES_SCHEMA = pa.schema([pa.field("a", pa.uint64()), pa.field("b", pa.uint64())])
+Piece: TypeAlias = pa.Table | Files | Path
 
 
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """`np.unique` by sorting: numpy 2.4's hash-based `np.unique` is ~100x slower on uint64."""
-    values = np.sort(values)
-    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
+class Spill:
+    """Where a frame's large pieces go: numbered Arrow files in one folder."""
+
+    def __init__(self, folder: Path | None, spill_bytes: int) -> None:
+        self.folder = folder
+        self.spill_bytes = spill_bytes
+        self._names = itertools.count()
+
+    def keep(self, table: pa.Table) -> Piece:
+        if self.folder is None or table.nbytes < self.spill_bytes:
+            return table
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / f"piece-{next(self._names):07d}.arrow"
+        with pa.ipc.new_file(str(path), table.schema) as writer:
+            writer.write_table(table)
+        return path
+
+    def close(self) -> None:
+        if self.folder is not None:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+def piece_bytes(piece: Piece) -> int:
+    if isinstance(piece, Files):
+        return piece.nbytes()
+    if isinstance(piece, Path):
+        return piece.stat().st_size
+    return int(piece.nbytes)
+
+
+def _prepared(piece: Piece, prepare: Prepare) -> pa.Table:
+    table = load(piece)
+    return prepare[0](table, *prepare[1]) if prepare is not None else table
+
+
+class LocalFrame(Frame):
+    def __init__(self, pieces: list[Piece], partitions: int, spill: Spill, budget: int) -> None:
+        self.pieces = pieces
+        self.partitions = partitions
+        self.spill = spill
+        self.budget = budget
+
+    def _derived(self, pieces: list[Piece]) -> LocalFrame:
+        return LocalFrame(pieces, self.partitions, self.spill, self.budget)
+
+    def _buckets(self, row_bytes: int) -> int:
+        volume = self.count() * row_bytes if row_bytes else sum(piece_bytes(p) for p in self.pieces)
+        return max(1, math.ceil(volume / self.budget))
+
+    def _shuffle(
+        self, buckets: int, prepare: Prepare, to_bucket: Callable[[pa.Table], Any]
+    ) -> list[list[Piece]]:
+        """Each piece cut into `buckets` parts (one bucket: the pieces as they are)."""
+        parts: list[list[Piece]] = [[] for _ in range(buckets)]
+        for piece in self.pieces:
+            table = _prepared(piece, prepare)
+            if buckets == 1:
+                parts[0].append(self.spill.keep(table))
+                continue
+            for j, part in enumerate(split(table, to_bucket(table), buckets)):
+                if part.num_rows:
+                    parts[j].append(self.spill.keep(part))
+        return parts
+
+    def map(self, fn: PieceFn, *args: Any) -> Frame:
+        return self._derived([self.spill.keep(fn(load(p), *args)) for p in self.pieces])
+
+    def group(
+        self, key: str, fn: PieceFn, *args: Any, prepare: Prepare = None, row_bytes: int = 0
+    ) -> Frame:
+        if not self.pieces:
+            return self._derived([])
+        n = self._buckets(row_bytes)
+        parts = self._shuffle(n, prepare, lambda t: hash_buckets(key_hash(t.column(key)), n))
+        out = [self.spill.keep(fn(concat([load(p) for p in b]), *args)) for b in parts if b]
+        return self._derived(out)
+
+    def by_partition(
+        self,
+        column: str,
+        fn: PieceFn,
+        *args: Any,
+        prepare: Prepare = None,
+        side: Side = None,
+        row_bytes: int = 0,
+    ) -> Frame:
+        if not self.pieces:
+            return self._derived([])
+        n = min(self.partitions, self._buckets(row_bytes))
+        partitions = self.partitions
+        parts = self._shuffle(
+            n, prepare, lambda t: range_buckets(t.column(column).to_numpy(), n, partitions)
+        )
+        out = []
+        for j, bucket in enumerate(parts):
+            if not bucket:
+                continue
+            lo, hi = bucket_range(j, n, partitions)
+            extra = side(lo, hi) if side is not None else None
+            out.append(
+                self.spill.keep(fn(concat([load(p) for p in bucket]), (lo, hi), extra, *args))
+            )
+        return self._derived(out)
+
+    def fold(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
+        return [fn(load(p), *args) for p in self.pieces]
 
 
 class LocalSummaries(Summaries):
-    """Summary rows held by this process: Arrow IPC files spilled by each partition, scanned
-    lazily by polars, or in-memory tables (for `Pipeline.process` on small data)."""
+    """Summary rows held by this process: Arrow files spilled by each partition, read a few
+    columns at a time, or in-memory tables (for `Pipeline.process` on small data)."""
 
-    value_budget = 256 << 20
-    """Bytes of fetched values `score_pairs` aims to hold at once; the first piece (of
-    `first_pairs` pairs) measures how many bytes a row's value takes."""
-    first_pairs = 1 << 16
+    budget = 256 << 20
+    """Bytes of rows a shuffle holds at once before it cuts them into buckets."""
+    spill_bytes = 64 << 20
+    """Pieces from this size on are written to the spill folder (when there is one)."""
 
-    def __init__(self, frames: list[pl.LazyFrame]) -> None:
-        self.frames = frames
+    def __init__(
+        self, sources: list[tuple[Path | pa.Table, int, int]], spill_folder: Path | None = None
+    ) -> None:
+        """`sources`: each summary file or table with the first and last partition it holds."""
+        self._sources = sources
+        self.partitions = max((last for _, _, last in sources), default=0) + 1
+        self.spill = Spill(spill_folder, self.spill_bytes)
 
     @classmethod
-    def from_files(cls, files: list[Path]) -> LocalSummaries:
-        return cls([pl.scan_ipc(f) for f in sorted(files)])
+    def from_files(
+        cls, files: list[tuple[Path, int]], spill_folder: Path | None = None
+    ) -> LocalSummaries:
+        """Each file with the partition whose rows it holds."""
+        ordered = sorted(files, key=lambda fp: (fp[1], str(fp[0])))
+        return cls([(f, p, p) for f, p in ordered], spill_folder)
 
     @classmethod
     def from_tables(cls, tables: list[pa.Table | pa.RecordBatch]) -> LocalSummaries:
-        return cls([pl.from_arrow(t).lazy() for t in tables if t.num_rows])  # type: ignore[union-attr]
+        sources: list[tuple[Path | pa.Table, int, int]] = []
+        for t in tables:
+            if not t.num_rows:
+                continue
+            table = pa.Table.from_batches([t]) if isinstance(t, pa.RecordBatch) else t
+            parts = partition_of(table.column(ORDER).to_numpy())
+            sources.append((table, int(parts.min()), int(parts.max())))
+        return cls(sources)
 
-    def _scan(self) -> pl.LazyFrame:
-        return pl.concat(self.frames)
+    def rows(self, columns: list[str]) -> Frame:
+        pieces: list[Piece] = [
+            Files((s,), tuple(columns)) if isinstance(s, Path) else s.select(columns)
+            for s, _, _ in self._sources
+        ]
+        spill = self.spill
+        spill.spill_bytes = self.spill_bytes
+        return LocalFrame(pieces, self.partitions, spill, self.budget)
 
-    def count(self) -> int:
-        if not self.frames:
-            return 0
-        return int(self._scan().select(pl.len()).collect().item())
+    def sources(self, lo: int, hi: int) -> list[Any]:
+        return [s for s, first, last in self._sources if first < hi and last >= lo]
 
-    def repeated_id(self) -> str | None:
-        if not self.frames:
-            return None
-        ids = self._scan().select("id")
-        repeated = ids.group_by("id").len().filter(pl.col("len") > 1).head(1).collect()
-        return str(repeated["id"][0]) if repeated.height else None
-
-    def first_by_key(self, key: str) -> pa.Table:
-        empty = pa.table(
-            {
-                "id": pa.array([], pa.string()),
-                ORDER: pa.array([], pa.uint64()),
-                "first_id": pa.array([], pa.string()),
-            }
-        )
-        if not self.frames:
-            return empty
-        rows = self._scan().select(key, "id", ORDER)
-        firsts = rows.group_by(key).agg(
-            pl.col("id").sort_by(ORDER).first().alias("first_id"),
-            pl.col(ORDER).min().alias("_first"),
-        )
-        later = (
-            rows.join(firsts, on=key, how="inner")
-            .filter(pl.col(ORDER) != pl.col("_first"))
-            .select(
-                pl.col("id").cast(pl.String),
-                pl.col(ORDER).cast(pl.UInt64),
-                pl.col("first_id").cast(pl.String),
-            )
-            .sort(ORDER)
-            .collect(engine="streaming")
-        )
-        if later.height == 0:
-            return empty
-        return later.to_arrow().cast(empty.schema)
-
-    def star_edges(self, keys: list[str]) -> pa.Table:
-        edges = pl.DataFrame(schema={"a": pl.UInt64, "b": pl.UInt64})
-        if not self.frames:
-            return EDGES_SCHEMA.empty_table()
-        for key in keys:  # one key at a time: memory is one column of keys, not all of them
-            rows = self._scan().select(key, ORDER).filter(pl.col(key).is_not_null())
-            firsts = (
-                rows.group_by(key)
-                .agg(pl.col(ORDER).min().alias("a"), pl.len().alias("_n"))
-                .filter(pl.col("_n") > 1)
-                .select(key, "a")
-            )
-            found = (
-                rows.join(firsts, on=key, how="inner")
-                .filter(pl.col(ORDER) != pl.col("a"))
-                .select(pl.col("a").cast(pl.UInt64), pl.col(ORDER).cast(pl.UInt64).alias("b"))
-                .collect(engine="streaming")
-            )
-            edges = pl.concat([edges, found]).unique()
-        return edges.sort("a", "b").to_arrow().cast(EDGES_SCHEMA)
-
-    def score_pairs(self, pairs: pa.Table, column: str, score: PairScore) -> np.ndarray:
-        a = pairs.column("a").to_numpy().astype(np.uint64)
-        b = pairs.column("b").to_numpy().astype(np.uint64)
-        out = np.zeros(len(a), np.float64)
-        by_first = np.argsort(a, kind="stable")
-        start, step = 0, self.first_pairs
-        while start < len(a):
-            chunk = by_first[start : start + step]
-            nodes = sorted_unique(np.concatenate([a[chunk], b[chunk]]))
-            found = (
-                self._scan()
-                .select(ORDER, column)
-                .filter(pl.col(ORDER).is_in(pl.Series(nodes, dtype=pl.UInt64).implode()))
-                .sort(ORDER)
-                .collect(engine="streaming")
-            )
-            have = found.get_column(ORDER).to_numpy()
-            if len(have) != len(nodes):
-                raise ValueError(f"score_pairs: {len(nodes) - len(have)} rows not in summaries")
-            values = found.get_column(column).to_arrow()
-            left = np.searchsorted(have, a[chunk])
-            right = np.searchsorted(have, b[chunk])
-            out[chunk] = score(values, left, right)
-            start += len(chunk)
-            per_pair = max(1, values.nbytes) / len(chunk)  # each pair adds up to two rows
-            step = max(1, int(self.value_budget / per_pair))
-        return out
-
-    def connected_components(self, edges: pa.Table) -> pa.Table:
-        schema = pa.schema([pa.field("node", pa.uint64()), pa.field("root", pa.uint64())])
-        if edges.num_rows == 0:
-            return schema.empty_table()
-        from scipy.sparse import coo_matrix
-        from scipy.sparse.csgraph import connected_components
-
-        a = edges.column("a").to_numpy()
-        b = edges.column("b").to_numpy()
-        nodes = sorted_unique(np.concatenate([a, b]))
-        n = len(nodes)
-        ia, ib = np.searchsorted(nodes, a), np.searchsorted(nodes, b)
-        graph = coo_matrix((np.ones(len(a), np.int8), (ia, ib)), (n, n))
-        count, labels = connected_components(graph, directed=False)
-        # nodes are sorted, so a label's first node is its component's smallest `_order`
-        first = np.full(count, n, np.int64)
-        np.minimum.at(first, labels, np.arange(n))
-        root = nodes[first[labels]]
-        return pa.table({"node": nodes, "root": root}, schema=schema)
-
-    def lookup(self, orders: pa.Array, columns: list[str]) -> pa.Table:
-        wanted = pl.Series(np.asarray(orders, dtype=np.uint64), dtype=pl.UInt64)
-        if not self.frames:
-            raise ValueError("lookup: no summaries")
-        found = (
-            self._scan()
-            .select(ORDER, *columns)
-            .filter(pl.col(ORDER).is_in(wanted.implode()))
-            .sort(ORDER)
-            .collect(engine="streaming")
-        )
-        return found.to_arrow()
+    def close(self) -> None:
+        self.spill.close()

@@ -28,7 +28,7 @@ from curate.chat.spec import MESSAGES
 from curate.io.batches import ID
 
 if TYPE_CHECKING:
-    from curate.engines.collective import Summaries
+    from curate.engines.collective import Frame, Summaries
 
 ORDER = "_order"
 """Hidden column: the document's position in input order (partition << 40 | row)."""
@@ -42,6 +42,9 @@ REJECTED_SCHEMA = pa.schema(
         pa.field("similarity", pa.float32()),
     ]
 )
+
+DECISION_SCHEMA = pa.schema([*REJECTED_SCHEMA, pa.field(ORDER, pa.uint64())])
+"""A barrier's decision: the rejected rows, and each removed document's `_order`."""
 
 
 class StageParams(BaseModel):
@@ -247,8 +250,9 @@ class BarrierStage(Stage):
         """A compact keyed table for this batch; it must carry the `id` and `_order` columns."""
 
     @abstractmethod
-    def decide(self, summaries: Summaries) -> pa.Table:
-        """The global step: the documents to drop, as `REJECTED_SCHEMA` rows plus `_order`."""
+    def decide(self, summaries: Summaries) -> Frame:
+        """The global step: the documents to drop, as `DECISION_SCHEMA` rows, in a frame the
+        engine holds (it writes each partition's part where the part is)."""
 
     def apply(self, batch: pa.RecordBatch, drop_ids: pa.Array) -> StageResult:
         """Drop the rows the decision names, joining on the stable id, never on position."""

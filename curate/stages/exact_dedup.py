@@ -18,7 +18,7 @@ import xxhash
 
 from curate.arrow_text import utf8_slices
 from curate.chat.contents import Roles, roles_field, serialized
-from curate.engines.collective import Summaries
+from curate.engines.collective import Frame, Summaries
 from curate.io.batches import ID
 from curate.stages.base import ORDER, BarrierStage, StageParams, rejected_table
 
@@ -53,14 +53,18 @@ class ExactDedup(BarrierStage):
         )
         return summary.filter(pa.array(u.counts() > 0)) if u.chat else summary
 
-    def decide(self, summaries: Summaries) -> pa.Table:
-        later = summaries.first_by_key(DIGEST)
-        n = later.num_rows
-        table = rejected_table(
-            self.name,
-            later.column("id"),
-            ["duplicate"] * n,
-            duplicate_of=later.column("first_id"),
-            similarity=pc.cast(pa.array([1.0] * n), pa.float32()),
-        )
-        return table.append_column(ORDER, later.column(ORDER))
+    def decide(self, summaries: Summaries) -> Frame:
+        return summaries.first_by_key(DIGEST).map(duplicates, self.name)
+
+
+def duplicates(later: pa.Table, stage: str) -> pa.Table:
+    """Decision rows for the later rows of each digest (one piece of them)."""
+    n = later.num_rows
+    table = rejected_table(
+        stage,
+        later.column("id"),
+        ["duplicate"] * n,
+        duplicate_of=later.column("first_id"),
+        similarity=pc.cast(pa.array([1.0] * n), pa.float32()),
+    )
+    return table.append_column(ORDER, later.column(ORDER))

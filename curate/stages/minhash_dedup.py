@@ -42,13 +42,14 @@ import xxhash
 from pydantic import Field, model_validator
 
 from curate.chat.contents import Roles, labelled, roles_field
-from curate.engines.collective import Summaries
+from curate.engines.collective import Frame, Summaries
+from curate.engines.piece_ops import at_least
 from curate.io.batches import ID
 from curate.minhash.hashes import hash_shingles
 from curate.minhash.lsh import band_keys, candidate_probability
 from curate.minhash.signatures import signatures
 from curate.minhash.verify import estimate_scores, exact_scores
-from curate.stages.base import ORDER, REJECTED_SCHEMA, BarrierStage, StageParams, rejected_table
+from curate.stages.base import DECISION_SCHEMA, ORDER, BarrierStage, StageParams, rejected_table
 
 SIGNATURE = "signature"
 SHINGLES = "shingles"
@@ -216,7 +217,8 @@ class MinHashDedup(BarrierStage):
 
     # -- decide (once, global) ----------------------------------------------------------
 
-    def decide(self, summaries: Summaries) -> pa.Table:
+    def decide(self, summaries: Summaries) -> Frame:
+        """Every step runs where the engine holds the rows; only counts come back here."""
         p = self.p
         bands, _ = self.band_shape()
         stats: dict[str, Any] = {"documents_summarized": summaries.count()}
@@ -231,58 +233,102 @@ class MinHashDedup(BarrierStage):
             clock = now
 
         edges = summaries.star_edges([band_column(i) for i in range(bands)])
-        stats["candidate_pairs"] = edges.num_rows
+        stats["candidate_pairs"] = edges.count()
         lap("candidates")
-        if edges.num_rows:
+        if stats["candidate_pairs"]:
             if p.verify == "exact":
-                scores = summaries.score_pairs(edges, SHINGLES, exact_scores)
+                scored = summaries.score_pairs(edges, SHINGLES, exact_scores)
             else:
-                scores = summaries.score_pairs(edges, SIGNATURE, estimate_scores)
-            edges = edges.filter(pa.array(scores >= p.threshold))
-        stats["verified_pairs"] = edges.num_rows
+                scored = summaries.score_pairs(edges, SIGNATURE, estimate_scores)
+            edges = scored.map(at_least, p.threshold)
+            del scored
+        stats["verified_pairs"] = edges.count()
         lap("verify")
         clusters = summaries.connected_components(edges)
-        node = clusters.column("node").to_numpy()
-        root = clusters.column("root").to_numpy()
-        stats.update(cluster_stats(root))
-        later = node != root
-        removed, kept = node[later], root[later]
-        stats["removed"] = len(removed)
+        del edges
+        sizes = clusters.group("root", cluster_sizes).fold(size_counts)
+        stats.update(merge_size_counts(sizes))
+        removed = clusters.map(later_members)
+        del clusters
+        stats["removed"] = removed.count()
         lap("components")
         stats["decide_seconds"] = seconds
-        if not len(removed):
-            return _with_order(REJECTED_SCHEMA.empty_table(), np.zeros(0, np.uint64))
-        pairs = pa.table({"a": pa.array(kept, pa.uint64()), "b": pa.array(removed, pa.uint64())})
-        similarity = summaries.score_pairs(pairs, SIGNATURE, estimate_scores)
-        ids = summaries.lookup(pa.array(node, pa.uint64()), [ID])  # node is sorted, unique
-        have = ids.column(ORDER).to_numpy()
-        id_values = ids.column(ID).cast(pa.string())
-        table = rejected_table(
-            self.name,
-            pc.take(id_values, pa.array(np.searchsorted(have, removed))),
-            [REASON] * len(removed),
-            duplicate_of=pc.take(id_values, pa.array(np.searchsorted(have, kept))),
-            similarity=pa.array(similarity.astype(np.float32)),
-        )
+        each = 16 + summaries.value_bytes(SIGNATURE) + 40
+        kept = summaries.join(removed, "a", [ID, SIGNATURE], ["_kept_id", "_va"], row_bytes=each)
+        del removed
+        both = summaries.join(kept, "b", [ID, SIGNATURE], ["_id", "_vb"], row_bytes=2 * each)
+        decision = both.map(decision_rows, self.name)
         lap("similarity_and_ids")
-        return _with_order(table, removed)
+        return decision
+
+
+# -- piece functions of decide (run wherever the engine holds the pieces) ---------------
+
+
+def later_members(clusters: pa.Table) -> pa.Table:
+    """(a: the cluster's first document, b: a later one) for every document removed."""
+    node = clusters.column("node").to_numpy()
+    root = clusters.column("root").to_numpy()
+    later = node != root
+    return pa.table(
+        {"a": pa.array(root[later], pa.uint64()), "b": pa.array(node[later], pa.uint64())}
+    )
+
+
+def decision_rows(pairs: pa.Table, stage: str) -> pa.Table:
+    """The decision rows of removed documents (b), naming the kept one (a) and their
+    similarity estimated from the signatures."""
+    n = pairs.num_rows
+    if n == 0:
+        return DECISION_SCHEMA.empty_table()
+    values = pa.concat_arrays(
+        [pairs.column("_va").combine_chunks(), pairs.column("_vb").combine_chunks()]
+    )
+    similarity = estimate_scores(values, np.arange(n), np.arange(n, 2 * n))
+    table = rejected_table(
+        stage,
+        pairs.column("_id"),
+        [REASON] * n,
+        duplicate_of=pairs.column("_kept_id"),
+        similarity=pa.array(similarity.astype(np.float32)),
+    )
+    return _with_order(table, pairs.column("b").to_numpy())
 
 
 def _with_order(table: pa.Table, orders: np.ndarray) -> pa.Table:
     return table.append_column(ORDER, pa.array(orders, pa.uint64()))
 
 
-def cluster_stats(roots: np.ndarray) -> dict[str, Any]:
+SIZE_BINS = [2, 3, 5, 9, 17, 33, 65, 129, 1025, 10**4 + 1, 10**5 + 1]
+
+
+def cluster_sizes(clusters: pa.Table) -> pa.Table:
+    """Documents per cluster (the kept one included), for the clusters whose roots are here."""
+    if clusters.num_rows == 0:
+        return pa.table({"size": pa.array([], pa.int64())})
+    roots = np.sort(clusters.column("root").to_numpy())
+    starts = np.flatnonzero(np.concatenate([[True], roots[1:] != roots[:-1]]))
+    return pa.table({"size": pa.array(np.diff(np.append(starts, len(roots))), pa.int64())})
+
+
+def size_counts(sizes: pa.Table) -> tuple[int, int, list[int]]:
+    """Clusters, the largest, and clusters per size bin, for one piece."""
+    s = sizes.column("size").to_numpy() if sizes.num_rows else np.zeros(0, np.int64)
+    bins = np.searchsorted(SIZE_BINS, s, side="right") - 1
+    per_bin = np.bincount(bins[bins >= 0], minlength=len(SIZE_BINS)).tolist()
+    return len(s), int(s.max()) if len(s) else 0, per_bin
+
+
+def merge_size_counts(parts: list[tuple[int, int, list[int]]]) -> dict[str, Any]:
     """Number of clusters and their sizes (documents, the kept one included), by powers of two."""
-    if not len(roots):
+    clusters = sum(p[0] for p in parts)
+    if not clusters:
         return {"clusters": 0, "largest_cluster": 0, "cluster_sizes": {}}
-    ordered = np.sort(roots)
-    starts = np.flatnonzero(np.concatenate([[True], ordered[1:] != ordered[:-1]]))
-    sizes = np.diff(np.append(starts, len(ordered)))
-    edges = [2, 3, 5, 9, 17, 33, 65, 129, 1025, 10**4 + 1, 10**5 + 1]
+    per_bin = np.sum([p[2] for p in parts], axis=0)
     hist: dict[str, int] = {}
-    for lo, hi in zip(edges, [*edges[1:], None], strict=True):
-        n = int(np.count_nonzero((sizes >= lo) & ((sizes < hi) if hi else True)))
-        if n:
-            hist[str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}" if hi else f"{lo}+"] = n
-    return {"clusters": len(sizes), "largest_cluster": int(sizes.max()), "cluster_sizes": hist}
+    for i, (lo, hi) in enumerate(zip(SIZE_BINS, [*SIZE_BINS[1:], None], strict=True)):
+        if per_bin[i]:
+            name = str(lo) if hi == lo + 1 else f"{lo}-{hi - 1}" if hi else f"{lo}+"
+            hist[name] = int(per_bin[i])
+    largest = max(p[1] for p in parts)
+    return {"clusters": clusters, "largest_cluster": largest, "cluster_sizes": hist}

@@ -189,9 +189,15 @@ def summary_tables(rng: np.random.Generator, partitions: int = 5, rows: int = 30
 
 
 def test_collective_operations_equal_the_local_ones(ray_cluster: None, tmp_path: Path) -> None:
+    """Every operation a barrier decides with gives the same rows on Ray as locally, with
+    buckets small enough that both engines cut every shuffle into many pieces (and the
+    local one spills them)."""
+    from curate.engines.components import COMPONENTS_SCHEMA
     from curate.engines.local_collective import LocalSummaries
+    from curate.engines.piece_ops import EDGES_SCHEMA, FIRSTS_SCHEMA
     from curate.engines.ray.collective import RaySummaries
     from curate.minhash.verify import estimate_scores, exact_scores
+    from curate.stages.base import ORDER
 
     spilled = []
     for i, (p, table) in enumerate(summary_tables(np.random.default_rng(7))):
@@ -199,34 +205,41 @@ def test_collective_operations_equal_the_local_ones(ray_cluster: None, tmp_path:
         with pa.ipc.new_file(str(path), table.schema) as w:
             w.write_table(table)
         spilled.append((path, p))
-    local = LocalSummaries.from_files([f for f, _ in spilled])
+    local = LocalSummaries.from_files(spilled, tmp_path / "spill")
+    local.budget, local.spill_bytes = 8192, 1024
     dist = RaySummaries(spilled, cpus=2)
-    dist.bucket_bytes = 4096  # many buckets and many scoring chunks on little data
-    dist.value_budget = 20_000
+    dist.bucket_bytes = 4096  # many buckets on little data
+
+    def same(op: Any, schema: pa.Schema, by: list[str]) -> pa.Table:
+        here, there = (op(s).collect(schema) for s in (local, dist))
+        here, there = (t.sort_by([(c, "ascending") for c in by]) for t in (here, there))
+        assert there.equals(here)
+        return here
 
     assert dist.count() == local.count() == 3000
-    firsts = local.first_by_key("digest")
-    assert firsts.num_rows > 2000
-    assert dist.first_by_key("digest").equals(firsts.cast(dist.first_by_key("digest").schema))
+    assert same(lambda s: s.first_by_key("digest"), FIRSTS_SCHEMA, [ORDER]).num_rows > 2000
+    nulls = same(lambda s: s.first_by_key("band_1"), FIRSTS_SCHEMA, [ORDER])
+    assert nulls.num_rows  # a null key is no value: it equals no other
     bands = ["band_0", "band_1", "band_2"]
-    edges = local.star_edges(bands)
+    edges = same(lambda s: s.star_edges(bands), EDGES_SCHEMA, ["a", "b"])
     assert edges.num_rows > 1000
-    assert dist.star_edges(bands).equals(edges)
+    scored = pa.schema([*EDGES_SCHEMA, pa.field("score", pa.float64())])
     for column, score in (("shingles", exact_scores), ("signature", estimate_scores)):
-        assert np.array_equal(
-            dist.score_pairs(edges, column, score), local.score_pairs(edges, column, score)
-        )
-    assert dist.connected_components(edges).equals(local.connected_components(edges))
-    wanted = pa.array(edges.column("b").to_numpy()[::5], pa.uint64())
-    found, expected = dist.lookup(wanted, ["id"]), local.lookup(wanted, ["id"])
-    assert found.column("_order").equals(expected.column("_order"))
-    assert found.column("id").to_pylist() == expected.column("id").to_pylist()
+
+        def scores(s: Any, column: str = column, score: Any = score) -> Any:
+            return s.score_pairs(s.star_edges(bands), column, score)
+
+        same(scores, scored, ["a", "b"])
+    comps = same(lambda s: s.connected_components(s.star_edges(bands)), COMPONENTS_SCHEMA, ["node"])
+    assert comps.num_rows > 2000  # one component, found over many buckets and rounds
+    named = pa.schema([*EDGES_SCHEMA, pa.field("name", pa.string())])
+    same(lambda s: s.join(s.star_edges(bands), "b", ["id"], ["name"]), named, ["a", "b"])
     assert dist.repeated_id() is None and local.repeated_id() is None
+    local.close()
+    assert not (tmp_path / "spill").exists()
     again = RaySummaries([*spilled, spilled[0]], cpus=2)  # partition 0's first segment twice
     first_segment = pa.ipc.open_file(str(spilled[0][0])).read_all().column("id").to_pylist()
     assert again.repeated_id() == min(first_segment)
-    nulls = dist.first_by_key("band_1")  # a null key is no value: it equals no other
-    assert nulls.equals(local.first_by_key("band_1").cast(nulls.schema))
 
 
 def test_a_users_error_on_ray_is_one_line(ray_cluster: None, tmp_path: Path) -> None:
@@ -253,7 +266,7 @@ def test_a_users_error_on_ray_is_one_line(ray_cluster: None, tmp_path: Path) -> 
     assert "b.jsonl" in str(caught.value) and "\n" not in str(caught.value)
 
     (tmp_path / "data" / "b.jsonl").unlink()
-    docs[3]["id"] = docs[2]["id"]  # found by the barrier's shuffle of ids, on the driver
+    docs[3]["id"] = docs[2]["id"]  # found by the barrier's shuffle of ids
     write_jsonl(tmp_path / "data" / "a.jsonl", docs)
     with pytest.raises(CurateError, match="'d2' is not unique"):
         curate.run(path)

@@ -6,7 +6,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.engines.local_collective import LocalSummaries
-from curate.stages.base import ORDER
+from curate.stages.base import DECISION_SCHEMA, ORDER
 from curate.stages.exact_dedup import ExactDedup, ExactDedupParams
 
 
@@ -21,7 +21,8 @@ def test_keeps_first_in_input_order_across_batches() -> None:
     # the later batch is summarized first: order, not arrival, decides
     b2 = batch(["c", "d"], ["same", "other"], [(1 << 40) + 0, (1 << 40) + 1])
     b1 = batch(["a", "b"], ["x", "same"], [0, 1])
-    decision = stage.decide(LocalSummaries.from_tables([stage.summarize(b2), stage.summarize(b1)]))
+    summaries = LocalSummaries.from_tables([stage.summarize(b2), stage.summarize(b1)])
+    decision = stage.decide(summaries).collect(DECISION_SCHEMA)
     rows = decision.select(["id", "reason", "duplicate_of", "similarity"]).to_pylist()
     assert rows == [{"id": "c", "reason": "duplicate", "duplicate_of": "b", "similarity": 1.0}]
     assert stage.apply(b2, decision.column("id")).batch.column("id").to_pylist() == ["d"]
@@ -30,11 +31,13 @@ def test_keeps_first_in_input_order_across_batches() -> None:
 def test_no_duplicates_no_decision() -> None:
     stage = ExactDedup(ExactDedupParams())
     b = batch(["a", "b"], ["x", "y"], [0, 1])
-    assert stage.decide(LocalSummaries.from_tables([stage.summarize(b)])).num_rows == 0
+    assert stage.decide(LocalSummaries.from_tables([stage.summarize(b)])).count() == 0
 
 
 def test_unicode_and_empty_texts_hash_as_bytes() -> None:
     stage = ExactDedup(ExactDedupParams())
     b = batch(["a", "b", "c", "d"], ["", "é", "", "e\u0301"], [0, 1, 2, 3])
-    decision = stage.decide(LocalSummaries.from_tables([stage.summarize(b)]))
+    decision = stage.decide(LocalSummaries.from_tables([stage.summarize(b)])).collect(
+        DECISION_SCHEMA
+    )
     assert decision.column("id").to_pylist() == ["c"]

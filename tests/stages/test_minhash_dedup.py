@@ -15,7 +15,7 @@ import curate
 from curate.engines.local_collective import LocalSummaries
 from curate.minhash.planted import planted_corpus
 from curate.recipe import build_stage
-from curate.stages.base import ORDER
+from curate.stages.base import DECISION_SCHEMA, ORDER
 from curate.stages.minhash_dedup import MinHashDedup, MinHashDedupParams
 
 TOKENIZER = Path(__file__).resolve().parents[2] / "sample_data" / "tokenizer"
@@ -35,9 +35,8 @@ def test_first_in_input_order_is_kept_whatever_arrives_first(verify: str) -> Non
         ["c", "d"], [TEXT + " extra", "unrelated text " * 20], [(1 << 40) + 0, (1 << 40) + 1]
     )
     early = batch(["a", "b"], ["something else entirely " * 9, TEXT], [0, 1])
-    decision = stage.decide(
-        LocalSummaries.from_tables([stage.summarize(late), stage.summarize(early)])
-    )
+    summaries = LocalSummaries.from_tables([stage.summarize(late), stage.summarize(early)])
+    decision = stage.decide(summaries).collect(DECISION_SCHEMA)
     rows = decision.select(["id", "reason", "duplicate_of"]).to_pylist()
     assert rows == [{"id": "c", "reason": "near_duplicate", "duplicate_of": "b"}]
     assert decision.column(ORDER).to_pylist() == [1 << 40]
@@ -53,7 +52,7 @@ def test_empty_and_whitespace_documents_are_never_clustered() -> None:
     b = batch(["a", "b", "c", "d", "e"], ["", " ", "\n\t", "", "\u3000"], [0, 1, 2, 3, 4])
     summary = stage.summarize(b)
     assert summary.num_rows == 0
-    assert stage.decide(LocalSummaries.from_tables([summary])).num_rows == 0
+    assert stage.decide(LocalSummaries.from_tables([summary])).count() == 0
 
 
 def test_short_documents_have_one_shingle_and_can_match() -> None:

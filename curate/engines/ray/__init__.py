@@ -1,9 +1,9 @@
 """The Ray engine (`engine: {kind: ray, address: ...}`); needs `pip install 'curate[ray]'`.
 
-engine.py      passes as Ray Data `map_batches` over partitions; decisions on the driver
+engine.py      passes as Ray Data `map_batches` over partitions, then each barrier's decision
 adapter.py     the Ray Data function that runs one partition through one pass
-collective.py  `Summaries` over the spilled summary files, with Ray tasks
-exchange.py    the hash shuffle through Ray's object store those operations use
+collective.py  frames as object references, and `Summaries` over the spilled summary files
+exchange.py    Ray tasks for piece functions, and the shuffle through the object store
 """
 
 from curate.engines.ray.engine import RayEngine

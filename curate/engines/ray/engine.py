@@ -3,10 +3,11 @@
 Each pass is a Ray Data `map_batches` over the partitions that have no completion record
 yet; a worker runs a partition with `run_pass_task` and writes its shards, staged data,
 summaries and record to the staging folder, which must be on a filesystem every node
-mounts. A barrier decides on the driver against `RaySummaries`, whose operations run as
-Ray tasks over the spilled summaries; completion checks, the decision marker and the
-per-partition decision files are `barrier_step`'s, the same as the local engine's, so a
-run interrupted on one engine resumes on the other. Publishing stays with the runner.
+mounts. A barrier's decision runs as Ray tasks against `RaySummaries`: every step, down to
+the per-partition decision files, happens where the rows are, and the driver holds object
+references and counts. Completion checks, the decision marker and the decision files'
+names are `barrier_step`'s, the same as the local engine's, so a run interrupted on one
+engine resumes on the other. Publishing stays with the runner.
 """
 
 from __future__ import annotations
