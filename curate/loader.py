@@ -34,7 +34,7 @@ import sys
 from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +45,8 @@ from curate.version import open as open_version
 
 if TYPE_CHECKING:
     import datasets
+
+    from curate.loader_rows import Rows
 
 TOKENS = "input_ids"
 
@@ -172,6 +174,30 @@ class Tokens:
         values: np.ndarray = row.values.to_numpy(zero_copy_only=True)
         return values
 
+    def rows(
+        self,
+        columns: list[str] | None = None,
+        *,
+        seed: int = 0,
+        epoch: int = 0,
+        shuffle: bool = True,
+        rank: int = 0,
+        world_size: int = 1,
+        start: int = 0,
+    ) -> Rows:
+        """Whole rows for rank `rank` of `world_size`, from its sample `start` on, in the
+        order `blocks()` uses: each a dict of numpy views in stored types (default: every
+        numeric list column; packed conversations: ids, labels or loss_mask, position_ids,
+        cu_seqlens). The way to read packed fine-tuning rows across ranks, resumably."""
+        from curate.loader_rows import Rows, list_columns, views
+
+        if not 0 <= rank < world_size:
+            raise CurateError(f"rows(): rank {rank} is not in 0..{world_size - 1}")
+        names = columns or list_columns(self.table.schema)
+        cls: type[Rows] = _torch_class(Rows) if "torch" in sys.modules else Rows
+        return cls(views(self.table, names), self.table.num_rows, seed, epoch, shuffle, rank,
+                   world_size, start)  # fmt: skip
+
     def blocks(
         self,
         seq_len: int | None = None,
@@ -187,8 +213,8 @@ class Tokens:
         if self.pack.get("kind") == "conversations":
             raise CurateError(
                 "blocks(): this version's rows hold whole conversations of different lengths; "
-                "read them as rows with dataset() (position_ids and cu_seqlens keep each "
-                "conversation apart)"
+                "read them as rows with rows() or dataset() (position_ids and cu_seqlens keep "
+                "each conversation apart)"
             )
         seq_len = seq_len or self.pack.get("seq_len")
         if not seq_len:
@@ -206,7 +232,7 @@ class Tokens:
             block_starts, n = None, int(starts[-1]) // seq_len
         cls = TokenBlocks
         if "torch" in sys.modules:  # the trainer uses torch: be its IterableDataset
-            cls = _torch_class()
+            cls = _torch_class(TokenBlocks)
         return cls(views, starts, block_starts, n, seq_len, seed, epoch, shuffle, rank, world_size,
                    start)  # fmt: skip
 
@@ -278,6 +304,11 @@ class TokenBlocks:
             pos += take
         return np.concatenate(pieces)
 
+    @staticmethod
+    def _own(block: Any) -> Any:
+        """A writable copy, for torch (the views are read-only)."""
+        return block.copy()
+
     def __iter__(self) -> Iterator[np.ndarray]:
         while self.position < len(self):
             block = self[self.position]
@@ -301,7 +332,7 @@ class TokenBlocks:
     def torch(self, batch_size: int = 1) -> Any:
         """The same blocks as a `torch.utils.data.IterableDataset` (imports torch); give the
         DataLoader's batch_size so that several workers keep the order exact."""
-        cls = _torch_class()
+        cls = _torch_class(TokenBlocks)
         out = cls(self._views, self._starts, self._block_starts, self.n_blocks, self.seq_len,
                   self.seed, self.epoch, self.shuffle, self.rank, self.world_size,
                   self.position)  # fmt: skip
@@ -309,23 +340,25 @@ class TokenBlocks:
         return out
 
 
-_TORCH_CLASS: type[TokenBlocks] | None = None
+B = TypeVar("B", bound=TokenBlocks)
+_TORCH_CLASSES: dict[type, type] = {}
 
 
-def _torch_class() -> type[TokenBlocks]:
-    """TokenBlocks that is also a torch IterableDataset; DataLoader workers split the order."""
-    global _TORCH_CLASS
-    if _TORCH_CLASS is not None:
-        return _TORCH_CLASS
+def _torch_class(base: type[B]) -> type[B]:
+    """`base` (TokenBlocks or Rows) that is also a torch IterableDataset; DataLoader workers
+    split the order."""
+    found = _TORCH_CLASSES.get(base)
+    if found is not None:
+        return found
     from torch.utils.data import IterableDataset, get_worker_info
 
-    class TorchTokenBlocks(TokenBlocks, IterableDataset):
+    class TorchTokenBlocks(base, IterableDataset):  # type: ignore[valid-type,misc]
         def __iter__(self) -> Iterator[Any]:
             info = get_worker_info()
             # Copies: a block is small, and torch wants writable arrays (the views are read-only).
             if info is None:
-                for block in TokenBlocks.__iter__(self):
-                    yield block.copy()
+                for block in base.__iter__(self):
+                    yield self._own(block)
                 return
             # DataLoader takes one batch from each worker in turn: worker w yields the
             # w-th of every num_workers batches, so the main process still sees samples
@@ -333,7 +366,8 @@ def _torch_class() -> type[TokenBlocks]:
             b, w = self.batch_size, info.num_workers
             for first in range(self.position + info.id * b, len(self), w * b):
                 for k in range(first, min(first + b, len(self))):
-                    yield self[k].copy()
+                    yield self._own(self[k])
 
-    _TORCH_CLASS = TorchTokenBlocks
+    TorchTokenBlocks.__name__ = TorchTokenBlocks.__qualname__ = f"Torch{base.__name__}"
+    _TORCH_CLASSES[base] = TorchTokenBlocks
     return TorchTokenBlocks

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+import numpy as np
 import pytest
 import tokenizers
 import yaml
@@ -116,3 +117,36 @@ def test_packed_split_rows_do_not_depend_on_workers(data: Path) -> None:
     assert len({s["path"].split("-")[1] for s in one.manifest["shards"]}) >= 2
     rows = one.to_arrow("train").to_pylist()
     assert all(r["loss_mask"][c] == 0 for r in rows for c in r["cu_seqlens"][:-1])
+
+
+def test_loader_rows_are_views_split_among_ranks_and_resumable(data: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    version = build(data, "rows", {"pack": {"seq_len": 1200}})
+    tokens = open_tokens(version.path, tokenizer=TOKENIZER)  # split: train by default
+    table = version.to_arrow("train")
+    first = tokens.rows(seed=3, shuffle=False)[0]  # indexing: no copy, even under torch
+    assert sorted(first) == ["cu_seqlens", "input_ids", "labels", "position_ids"]
+    assert first["input_ids"].dtype == np.uint16 and first["labels"].dtype == np.int32
+    assert first["input_ids"].base is not None  # a view of the memory-mapped shard
+    assert first["input_ids"].tolist() == table.column("input_ids")[0].as_py()
+    world = 3
+    per_rank = [list(tokens.rows(seed=3, rank=r, world_size=world)) for r in range(world)]
+    assert len({len(p) for p in per_rank}) == 1  # every rank the same number
+    seen = [tuple(row["input_ids"]) for p in per_rank for row in p]
+    assert len(set(seen)) == len(seen) == table.num_rows // world * world
+    rows = tokens.rows(seed=3, rank=1, world_size=world)
+    assert [tuple(r["labels"]) for r in rows.torch()][2:] == [
+        tuple(r["labels"]) for r in tokens.rows(seed=3, rank=1, world_size=world, start=2)
+    ]
+
+    def flatten(batch: list[dict[str, np.ndarray]]) -> dict[str, Any]:
+        return {k: torch.from_numpy(np.concatenate([r[k] for r in batch])).long()[None]
+                for k in ("input_ids", "labels", "position_ids")}  # fmt: skip
+
+    loader = DataLoader(tokens.rows(seed=3).torch(batch_size=2), batch_size=2,
+                        collate_fn=flatten, num_workers=2)  # fmt: skip
+    batches = list(loader)
+    assert sum(b["input_ids"].shape[1] for b in batches) == tokens.num_tokens
+    assert all((b["position_ids"] == 0).sum() >= 2 for b in batches[:-1])
