@@ -155,11 +155,14 @@ class PieceChatTokenizer(ChatTokenizer):
         return self.any_special.sub(lambda m: OPEN + m.group(0) + CLOSE, content)
 
     def encode(self, texts: list[str]) -> list[Tokens | Unmappable]:
-        # Each conversation: [(text piece, start char) | (special id, start, end)], in order.
-        layouts: list[list[tuple[Any, ...]]] = []
-        pieces: list[str] = []
-        for text in texts:
-            layout: list[tuple[Any, ...]] = []
+        pieces: list[str] = []  # text between the template's special tokens, all texts
+        piece_conv: list[int] = []  # the conversation each piece belongs to
+        piece_at: list[int] = []  # where it starts in its conversation (characters)
+        special: list[int] = []  # [id, start, ...] of the template's special tokens
+        items: list[int] = []  # in text order: piece k as k, special j as -1 - j
+        per_conv: list[int] = []  # items per conversation
+        for c, text in enumerate(texts):
+            first = len(items)
             buf: list[str] = []
             at = start = 0  # at: position in the rendered text; start: of the current piece
             pos = 0  # position in the text without markers
@@ -172,66 +175,112 @@ class PieceChatTokenizer(ChatTokenizer):
                     buf.append(content_literal)
                     pos += len(content_literal)
                 elif template_special is not None:
-                    if buf and (piece := "".join(buf)):
-                        layout.append((len(pieces), start))
+                    if piece := "".join(buf):
+                        items.append(len(pieces))
                         pieces.append(piece)
+                        piece_conv.append(c)
+                        piece_at.append(start)
                     buf = []
-                    layout.append((self.specials[template_special], pos, pos + len(m.group(2)), 0))
+                    items.append(-1 - len(special) // 2)
+                    special += (self.specials[template_special], pos)
                     pos += len(template_special)
                     start = pos
             buf.append(text[at:])
             if piece := "".join(buf):
-                layout.append((len(pieces), start))
+                items.append(len(pieces))
                 pieces.append(piece)
-            layouts.append(layout)
-        flat, lengths = self.encoder.encode(pieces) if pieces else (np.empty(0), np.empty(0))
-        flat = flat.astype(np.int64)
-        bounds = np.zeros(len(lengths) + 1, np.int64)
-        np.cumsum(lengths, out=bounds[1:])
-        return [self._assemble(layout, pieces, flat, bounds) for layout in layouts]
+                piece_conv.append(c)
+                piece_at.append(start)
+            per_conv.append(len(items) - first)
+        return self._assemble(pieces, piece_conv, piece_at, special, items, per_conv)
 
     def _assemble(
-        self, layout: list[tuple[Any, ...]], pieces: list[str], flat: np.ndarray, bounds: np.ndarray
-    ) -> Tokens | Unmappable:
-        ids, starts, ends = [], [], []
-        for item in layout:
-            if len(item) == 4:  # a special token the template wrote
-                ids.append(np.array([item[0]], np.int64))
-                starts.append(np.array([item[1]], np.int64))
-                ends.append(np.array([item[2]], np.int64))
-                continue
-            k, start = item
-            piece_ids = flat[bounds[k] : bounds[k + 1]]
-            try:
-                s, e = self._offsets(pieces[k], piece_ids)
-            except Unmappable as exc:
-                return exc
-            ids.append(piece_ids)
-            starts.append(s + start)
-            ends.append(e + start)
-        if not ids:
-            empty = np.empty(0, np.int64)
-            return Tokens(empty, empty, empty)
-        return Tokens(np.concatenate(ids), np.concatenate(starts), np.concatenate(ends))
+        self, pieces: list[str], piece_conv: list[int], piece_at: list[int], special: list[int],
+        items: list[int], per_conv: list[int],
+    ) -> list[Tokens | Unmappable]:  # fmt: skip
+        """Every piece encoded in one call, each token's characters from its length in
+        bytes, and all tokens scattered to their place in text order (whole-batch numpy)."""
+        p_ids, lengths, p_starts, p_ends, bad = self._piece_tokens(pieces, piece_conv, piece_at)
+        item = np.asarray(items, dtype=np.int64)
+        is_piece = item >= 0
+        size = np.ones(len(item), np.int64)
+        size[is_piece] = lengths
+        offset = np.zeros(len(item) + 1, np.int64)
+        np.cumsum(size, out=offset[1:])
+        total = int(offset[-1])
+        ids = np.empty(total, np.int64)
+        starts = np.empty(total, np.int64)
+        ends = np.empty(total, np.int64)
+        if len(p_ids):
+            first = np.zeros(len(lengths), np.int64)
+            np.cumsum(lengths[:-1], out=first[1:])
+            dest = np.arange(len(p_ids)) + np.repeat(offset[:-1][is_piece] - first, lengths)
+            ids[dest], starts[dest], ends[dest] = p_ids, p_starts, p_ends
+        if special:
+            sp = np.asarray(special, dtype=np.int64).reshape(-1, 2)
+            dest = offset[:-1][~is_piece]
+            ids[dest], starts[dest] = sp[:, 0], sp[:, 1]
+            ends[dest] = sp[:, 1] + self.table[sp[:, 0]]  # the special string's length
+        item_end = np.cumsum(np.asarray(per_conv, dtype=np.int64))
+        cuts = offset[item_end[:-1]]
+        rows = np.stack([ids, starts, ends])
+        out: list[Tokens | Unmappable] = [Tokens(*r) for r in np.split(rows, cuts, axis=1)]
+        for c, exc in bad.items():
+            out[c] = exc
+        return out
 
-    def _offsets(self, piece: str, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Each token's [start, end) characters in the piece, from its length in bytes."""
-        raw = piece.encode()
-        sizes = self.table[ids]
-        if len(sizes) and self.dummy:
-            sizes = sizes.copy()
-            sizes[0] -= self.dummy
-        byte_ends = np.cumsum(sizes)
-        if len(sizes) and (byte_ends[-1] != len(raw) or sizes.min() < 0):
-            raise Unmappable(f"tokens of {len(raw)} bytes add up to {int(byte_ends[-1])}")
-        byte_starts = byte_ends - sizes
-        if len(raw) == len(piece):  # ASCII: bytes are characters
-            return byte_starts, byte_ends
-        lead = (np.frombuffer(raw, np.uint8) & 0xC0) != 0x80
-        char_of = np.concatenate([np.cumsum(lead) - 1, [len(piece)]])
-        # a token that ends inside a character holds that character (as tokenizers says)
-        ends = np.where(sizes > 0, char_of[np.maximum(byte_ends - 1, 0)] + 1, char_of[byte_starts])
-        return char_of[byte_starts], ends
+    def _piece_tokens(
+        self, pieces: list[str], piece_conv: list[int], piece_at: list[int]
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, Unmappable]]:
+        """(ids, tokens per piece, start, end in its conversation) of every piece token,
+        and the conversations whose pieces' tokens do not add up to their bytes."""
+        empty = np.empty(0, np.int64)
+        if not pieces:
+            return empty, empty, empty, empty, {}
+        flat, lengths = self.encoder.encode(pieces)
+        flat = flat.astype(np.int64)
+        n_pieces = len(pieces)
+        piece_of = np.repeat(np.arange(n_pieces), lengths)
+        bounds = np.zeros(n_pieces + 1, np.int64)
+        np.cumsum(lengths, out=bounds[1:])
+        sizes = self.table[flat]
+        if self.dummy:
+            sizes[bounds[:-1][lengths > 0]] -= self.dummy
+        blob = "".join(pieces).encode()
+        raw_len = np.fromiter((len(p.encode()) for p in pieces), np.int64, n_pieces)
+        char_len = np.fromiter(map(len, pieces), np.int64, n_pieces)
+        byte_at = np.zeros(n_pieces + 1, np.int64)
+        np.cumsum(raw_len, out=byte_at[1:])
+        running = np.cumsum(sizes)
+        before = np.concatenate([[0], running])[bounds[:-1]]  # bytes before each piece
+        local_end = running - before[piece_of]
+        total = np.zeros(n_pieces, np.int64)
+        nonempty = lengths > 0
+        total[nonempty] = local_end[bounds[1:][nonempty] - 1]
+        wrong = (total != raw_len) | (np.bincount(piece_of, sizes < 0, n_pieces) > 0)
+        bad: dict[int, Unmappable] = {}
+        for k in np.flatnonzero(wrong):
+            bad.setdefault(
+                piece_conv[k],
+                Unmappable(f"tokens of {raw_len[k]} bytes add up to {int(total[k])}"),
+            )
+        byte_end = local_end + byte_at[:-1][piece_of]  # in the blob
+        byte_start = byte_end - sizes
+        if len(blob) == int(char_len.sum()):  # ASCII: bytes are characters
+            char_start, char_end = byte_start, byte_end
+        else:
+            # the character of byte b: b minus the continuation bytes up to and including b
+            cont = np.flatnonzero((np.frombuffer(blob, np.uint8) & 0xC0) == 0x80)
+            char_start = byte_start - np.searchsorted(cont, byte_start, side="right")
+            # a token that ends inside a character holds that character (as tokenizers says)
+            last = byte_end - 1
+            char_end = np.where(
+                sizes > 0, last - np.searchsorted(cont, last, side="right") + 1, char_start
+            )
+        char_at = np.zeros(n_pieces + 1, np.int64)
+        np.cumsum(char_len, out=char_at[1:])
+        shift = (np.asarray(piece_at, np.int64) - char_at[:-1])[piece_of]
+        return flat, lengths.astype(np.int64), char_start + shift, char_end + shift, bad
 
 
 def _byte_lengths(source: TokenizerSource, vocab_size: int) -> np.ndarray:

@@ -319,3 +319,30 @@ def test_sandbox_refuses_python_internals(tmp_path: Path) -> None:
     assert out.batch.num_rows == 0
     assert out.removed.column("reason")[0].as_py().startswith("template_error:")  # type: ignore[union-attr]
     assert stage.process(batch_of([convo])).batch.num_rows == 1
+
+
+def test_a_conversation_whose_tokens_cannot_be_placed_is_removed_with_a_reason(
+    tmp_path: Path,
+) -> None:
+    """SentencePiece reads U+2581 as a space: its tokens no longer add up to the text's bytes,
+    so which of them are the assistant's cannot be told; the conversation is reported."""
+    folder = mistral_tokenizer(tmp_path / "tok", "tokenizer.model.v1", TEMPLATES["mistral"])
+    stage = ChatTemplate(ChatTemplateParams(source=str(folder)), StageContext())
+    odd = [{"role": "user", "content": "a\u2581b"}, {"role": "assistant", "content": "c"}]
+    fine = [{"role": "user", "content": "a b"}, {"role": "assistant", "content": "c"}]
+    out = stage.process(batch_of([odd, fine]))
+    assert out.batch.column("id").to_pylist() == ["c1"]
+    assert out.removed is not None
+    [reason] = out.removed.column("reason").to_pylist()
+    assert reason.startswith("token_offsets_unmappable: tokens of")
+
+
+def test_special_strings_match_longest_first() -> None:
+    import re
+
+    from curate.chat.tokens import alternation
+
+    found = re.findall(alternation(["<s>", "<SPECIAL_1>", "<SPECIAL_12>", "[INST]"]),
+                       "<SPECIAL_12><SPECIAL_1><SPECIAL_13>[INST]<s>")  # fmt: skip
+    assert found == ["<SPECIAL_12>", "<SPECIAL_1>", "[INST]", "<s>"]
+    assert re.findall(alternation([]), "<s>") == []
