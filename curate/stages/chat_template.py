@@ -35,6 +35,7 @@ from curate.chat.tokens import (
     alternation,
     assistant_mask,
     load_chat_tokenizer,
+    vocab_size,
 )
 from curate.io.batches import ID
 from curate.io.chat_packing import ChatPackSpec
@@ -190,7 +191,13 @@ class ChatTemplate(MapStage):
         return found
 
     def id_type(self) -> pa.DataType:
-        return id_type(self._loaded()[0].vocab_size)
+        """From the vocabulary size alone: the driver plans with it and never encodes."""
+        size: int | None = self.__dict__.get("_vocab_size")
+        if size is None:
+            loaded = self.__dict__.get("_loaded_objects")
+            size = loaded[0].vocab_size if loaded else vocab_size(self.source)
+            self.__dict__["_vocab_size"] = size
+        return id_type(size)
 
     def pack_spec(self) -> ChatPackSpec | None:
         if self.p.pack is None:
