@@ -143,23 +143,24 @@ def measure(folder: Path, staging: Path) -> dict[str, Any]:
     }
 
 
-def _pieces(_: list[object], n: int) -> list[pa.Table]:
-    return [pa.table({"x": [i]}) for i in range(n)]
+def _pieces(_: list[object], n: int, size: int) -> list[pa.Table]:
+    return [pa.table({"x": np.full(max(1, size // 8), i, np.uint64)}) for i in range(n)]
 
 
-def per_object(count: int, per_task: int = 500) -> dict[str, Any]:
-    """Driver memory per object it owns: tasks of `per_task` small pieces each, as a
-    shuffle's reading tasks make them, held until all exist, then released."""
+def per_object(count: int, size: int, per_task: int = 500) -> dict[str, Any]:
+    """Driver memory per object it owns: tasks of `per_task` pieces of `size` bytes each,
+    as a shuffle's reading tasks make them, held until all exist, then released. Pieces
+    under Ray's 100 KB limit are kept in the driver's memory; larger ones in the store."""
     import ray
 
     from curate.engines.ray.exchange import call
 
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    ray.get(call(_pieces, (1,))[0])  # workers up, imports done
+    ray.get(call(_pieces, (1, 8))[0])  # workers up, imports done
     baseline = Sampler.rss()
     with Sampler() as sampler:
-        refs = [call(_pieces, (per_task,), outputs=per_task) for _ in range(count // per_task)]
+        refs = [call(_pieces, (per_task, size), outputs=per_task) for _ in range(count // per_task)]
         ray.wait([r for rs in refs for r in rs], num_returns=count // per_task * per_task)
         held = Sampler.rss()
         del refs
@@ -169,6 +170,7 @@ def per_object(count: int, per_task: int = 500) -> dict[str, Any]:
     n = count // per_task * per_task
     return {
         "objects": n,
+        "piece_bytes": size,
         "bytes_per_object_held": round((held - baseline) / n),
         "peak_bytes_per_object": round((sampler.peak - baseline) / n),
         "left_after_release": released - baseline,
@@ -221,6 +223,7 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=40)
     parser.add_argument("--old-ref", default=None, help="git ref of the old contract")
     parser.add_argument("--objects", type=int, default=0, help="also: driver bytes per object")
+    parser.add_argument("--object-bytes", type=int, default=8, help="size of those objects")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--staging", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -243,7 +246,7 @@ def main() -> None:
             f"{r['peak_rss'] / 2**20:,.0f} MiB), decide {r['decide_s']} s, "
             f"dropped {r['dropped']:,}, {r['details']}"
         )
-    owned = per_object(args.objects) if args.objects else None
+    owned = per_object(args.objects, args.object_bytes) if args.objects else None
     if owned:
         print(f"driver memory per object owned: {owned}")
     out = {"docs": args.docs, "cluster": args.cluster, "partitions": args.partitions,

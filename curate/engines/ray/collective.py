@@ -36,6 +36,9 @@ from curate.engines.pieces import (
 from curate.engines.ray.exchange import call, exchange
 
 Piece: TypeAlias = ray.ObjectRef | Files
+MIN_PIECE = 256 << 10
+"""Bytes a shuffle's piece aims at, at least: above Ray's 100 KB limit for results it keeps
+in the owner's (the driver's) memory instead of the object store."""
 
 
 @dataclass(frozen=True)
@@ -59,14 +62,16 @@ class RayFrame(Frame):
             return self.count() * row_bytes
         return int(sum(self.fold(_nbytes)))
 
-    def _readers(self, volume: int) -> list[list[Piece]]:
-        """Pieces per reading task, in order: one task per CPU at least, and enough that none
-        sends more than `map_buckets` buckets' worth. Every reading task sends a piece to
-        every bucket, so there are readers x buckets objects: fewer, larger reading tasks
-        keep that number (the driver owns every one) down at 10^9 rows."""
+    def _readers(self, volume: int, buckets: int) -> list[list[Piece]]:
+        """Pieces per reading task, in order: one task per CPU, or enough that none sends
+        more than `map_buckets` buckets' worth; but few enough that each piece sent is
+        `MIN_PIECE` on average. Every reading task sends a piece to every bucket, so there
+        are readers x buckets objects, all owned by the driver; and Ray keeps a task's
+        results under 100 KB in its owner's memory, not in the object store, so many small
+        pieces would add up there. One reader when the whole shuffle is small."""
         s = self.shape
         n = max(s.cpus, math.ceil(volume / (s.map_buckets * s.bucket_bytes)))
-        n = min(len(self.pieces), n)
+        n = min(len(self.pieces), n, max(1, volume // (buckets * MIN_PIECE)))
         groups = np.array_split(np.arange(len(self.pieces)), n)
         return [[self.pieces[i] for i in g] for g in groups if len(g)]
 
@@ -81,7 +86,9 @@ class RayFrame(Frame):
         volume = self._volume(row_bytes)
         s = self.shape
         n = max(1, min(4096, max(s.cpus, math.ceil(volume / s.bucket_bytes))))
-        sent = [call(_scatter_hash, (key, n, prepare), g, outputs=n) for g in self._readers(volume)]
+        sent = [
+            call(_scatter_hash, (key, n, prepare), g, outputs=n) for g in self._readers(volume, n)
+        ]
         out = exchange(sent, _reduce, lambda j: (fn, args))
         return self._derived([r[0] for r in out])
 
@@ -101,7 +108,7 @@ class RayFrame(Frame):
         n = max(1, min(p, max(s.cpus, math.ceil(volume / s.bucket_bytes))))
         sent = [
             call(_scatter_range, (column, n, p, prepare), g, outputs=n)
-            for g in self._readers(volume)
+            for g in self._readers(volume, n)
         ]
 
         def bucket_args(j: int) -> tuple[Any, ...]:
