@@ -190,8 +190,8 @@ def summary_tables(rng: np.random.Generator, partitions: int = 5, rows: int = 30
 
 def test_collective_operations_equal_the_local_ones(ray_cluster: None, tmp_path: Path) -> None:
     """Every operation a barrier decides with gives the same rows on Ray as locally, with
-    buckets small enough that both engines cut every shuffle into many pieces (and the
-    local one spills them)."""
+    buckets small enough that both engines cut every shuffle into many pieces (the local
+    one spilling them, Ray's going through files)."""
     from curate.engines.components import COMPONENTS_SCHEMA
     from curate.engines.local_collective import LocalSummaries
     from curate.engines.piece_ops import EDGES_SCHEMA, FIRSTS_SCHEMA
@@ -235,8 +235,10 @@ def test_collective_operations_equal_the_local_ones(ray_cluster: None, tmp_path:
     named = pa.schema([*EDGES_SCHEMA, pa.field("name", pa.string())])
     same(lambda s: s.join(s.star_edges(bands), "b", ["id"], ["name"]), named, ["a", "b"])
     assert dist.repeated_id() is None and local.repeated_id() is None
+    assert not list(tmp_path.glob("collective-*/shuffle-*"))  # each shuffle's files went
     local.close()
-    assert not (tmp_path / "spill").exists()
+    dist.close()
+    assert not (tmp_path / "spill").exists() and not list(tmp_path.glob("collective-*"))
     again = RaySummaries([*spilled, spilled[0]], cpus=2)  # partition 0's first segment twice
     first_segment = pa.ipc.open_file(str(spilled[0][0])).read_all().column("id").to_pylist()
     assert again.repeated_id() == min(first_segment)

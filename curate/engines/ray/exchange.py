@@ -1,8 +1,5 @@
-"""Running piece functions as Ray tasks, and the hash shuffle through Ray's object store.
+"""Running piece functions as Ray tasks.
 
-A round of tasks each returns one piece per bucket of the next round (`num_returns`),
-and task j of the next round receives piece j of every task before it. No task and not
-the driver ever holds more than its bucket; the driver holds only object references.
 Every function run here is pure, so Ray may run any of them twice (a worker died) safely.
 """
 
@@ -37,14 +34,3 @@ def call(
     CREATED["tasks"] += 1
     CREATED["objects"] += outputs
     return [refs] if outputs == 1 else list(refs)
-
-
-def exchange(
-    producers: list[list[ray.ObjectRef]],
-    fn: Callable[..., list[Any]],
-    args: Callable[[int], tuple[Any, ...]],
-    outputs: int = 1,
-) -> list[list[ray.ObjectRef]]:
-    """Task j of the next round gets piece j of every producer, and `args(j)`."""
-    buckets = len(producers[0]) if producers else 0
-    return [call(fn, args(j), [p[j] for p in producers], outputs) for j in range(buckets)]
