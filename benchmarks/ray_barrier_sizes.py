@@ -71,8 +71,9 @@ def main() -> None:
                 print(f"  {name:12s} {size:8.1f}")
         if bands:
             print(f"  {len(bands)} band keys {sum(columns[b] for b in bands):6.1f}")
-            # star_edges moves (slot uint16, key uint64, _order uint64) per band per document
-            print(f"  star_edges shuffle: {len(bands) * 18} bytes per document")
+            # star_edges moves (slot uint16, key uint64, _order uint64, slot hash uint64)
+            # per band per document
+            print(f"  star_edges shuffle: {len(bands) * 26} bytes per document")
         else:
             key = next(c for c in columns if c not in (ID, ORDER))
             moved = columns[key] + columns[ID] + columns[ORDER]
