@@ -19,6 +19,7 @@ from typing import Any
 import xxhash
 
 from curate import __version__
+from curate.errors import recipe_part
 from curate.io.inputs import InputFile
 from curate.recipe import Recipe
 from curate.stages.base import Stage
@@ -87,8 +88,9 @@ def cached_content_hashes(cache: Path, files: list[InputFile]) -> list[str]:
 
 def stage_software(stages: list[Stage]) -> list[dict[str, str]]:
     out = []
-    for stage in stages:
-        soft = dict(stage.software())
+    for i, stage in enumerate(stages):
+        with recipe_part("stages", i, stage.name):  # a tokenizer that is not there, ...
+            soft = dict(stage.software())
         if stage.name not in BUILTIN or type(stage).__module__.split(".")[0] != "curate":
             soft["source_sha256"] = source_hash(type(stage))
         out.append(soft)

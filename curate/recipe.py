@@ -9,7 +9,9 @@ validated by each stage's own `Params` model, the same models that generate
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -221,6 +223,7 @@ class Recipe(_Strict):
 
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _source: str | None = PrivateAttr(default=None)
+    _node: yaml.Node | None = PrivateAttr(default=None)
 
     @field_validator("stages", mode="before")
     @classmethod
@@ -260,10 +263,31 @@ class Recipe(_Strict):
     def source(self) -> str | None:
         return self._source
 
-    def with_base_dir(self, base_dir: Path, source: str | None = None) -> Recipe:
+    def with_base_dir(
+        self, base_dir: Path, source: str | None = None, node: yaml.Node | None = None
+    ) -> Recipe:
         self._base_dir = Path(base_dir).resolve()
         self._source = source
+        self._node = node
         return self
+
+    def where(self, at: tuple[str | int, ...]) -> str:
+        """`recipe.yaml:4: inputs[1]`: the file, line and path of a part of this recipe."""
+        line = line_of(self._node, at)
+        source = self._source or "<recipe>"
+        return f"{source}:{line}: {format_loc(at)}" if line else f"{source}: {format_loc(at)}"
+
+    @contextlib.contextmanager
+    def located(self) -> Iterator[None]:
+        """A CurateError raised inside that concerns a part of this recipe (`at`) names the
+        recipe file, line and path in its message, so the user sees where to fix it."""
+        try:
+            yield
+        except CurateError as exc:
+            if exc.at is not None and not exc.located and exc.args:
+                exc.args = (f"{self.where(exc.at)}: {exc.args[0]}", *exc.args[1:])
+                exc.located = True
+            raise
 
     def output_root(self) -> Path:
         return (self._base_dir / self.output.root).resolve()
@@ -327,4 +351,4 @@ def _validate(data: Any, source: str, node: yaml.Node | None, base_dir: Path) ->
             where = f"{source}:{line}" if line else source
             lines.append(f"{where}: {format_loc(loc)}: {msg}")
         raise CurateError("\n".join(lines)) from None
-    return recipe.with_base_dir(base_dir, source)
+    return recipe.with_base_dir(base_dir, source, node)

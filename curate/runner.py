@@ -17,7 +17,7 @@ from typing import Any
 from curate.build import Build, space_note
 from curate.engines.job import ProgressFn, no_progress
 from curate.engines.tasks import DiskFull
-from curate.errors import CurateError
+from curate.errors import CurateError, recipe_part
 from curate.fingerprint import cached_content_hashes, fingerprint
 from curate.io.batches import TEXT
 from curate.io.inputs import discover_inputs
@@ -38,13 +38,14 @@ def build_stages(recipe: Recipe) -> list[Stage]:
     into the `text` column, so that is the column stages read in a run; with `chat:` they
     put conversations into `messages`, and text stages work on message contents."""
     chat = recipe.chat is not None
-    return [
-        spec.stage_class(
-            spec.params,
-            StageContext(text_field=TEXT, position=i, base_dir=str(recipe.base_dir), chat=chat),
-        )
-        for i, spec in enumerate(recipe.stages)
-    ]
+    stages = []
+    for i, spec in enumerate(recipe.stages):
+        with recipe_part("stages", i, spec.name):
+            context = StageContext(
+                text_field=TEXT, position=i, base_dir=str(recipe.base_dir), chat=chat
+            )
+            stages.append(spec.stage_class(spec.params, context))
+    return stages
 
 
 def run(
@@ -55,6 +56,11 @@ def run(
 ) -> Version:
     """The version for this recipe and these inputs: found if published, else built now."""
     recipe = _load(recipe)
+    with recipe.located():  # errors about an input, a stage or the output name their line
+        return _run(recipe, progress, workers)
+
+
+def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
     files = discover_inputs(recipe.inputs, recipe.base_dir, check=False)
     stages = build_stages(recipe)
     store = Store(

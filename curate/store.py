@@ -65,10 +65,15 @@ class Store:
 
     def find(self, fingerprint: str) -> Path | None:
         """The published version built from this fingerprint, if there is one (no scanning)."""
+        entry = self.path / ".index" / fingerprint
         try:
-            version = (self.path / ".index" / fingerprint).read_text().strip()
-        except FileNotFoundError:
+            version = entry.read_text().strip()
+        except (FileNotFoundError, NotADirectoryError):  # not built yet (or no root: ensure says)
             return None
+        except OSError as exc:
+            raise CurateError(
+                f"cannot read {entry}: {exc.strerror}", at=("output", "root")
+            ) from None
         folder = self.path / version
         return folder if (folder / "manifest.json").is_file() else None
 
@@ -78,7 +83,9 @@ class Store:
             self._mkdir(self.root)
             self._mkdir(self.path)
         except OSError as exc:
-            raise CurateError(f"cannot create output folder {self.path}: {exc.strerror}") from None
+            raise CurateError(
+                f"cannot create output folder {self.path}: {exc.strerror}", at=("output", "root")
+            ) from None
 
     def _mkdir(self, path: Path) -> None:
         if not path.is_dir():

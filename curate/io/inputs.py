@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from curate.errors import CurateError
+from curate.errors import CurateError, recipe_part
 from curate.io import folders
 
 log = logging.getLogger(__name__)
@@ -71,13 +71,14 @@ def discover_inputs(patterns: list[str], base_dir: Path, *, check: bool = True) 
     base = os.path.abspath(base_dir)
     seen: set[str] = set()
     found: list[InputFile] = []
-    for pattern in patterns:
-        for path in _expand(pattern, base):
-            key = os.path.realpath(path)
-            if key in seen:
-                continue
-            seen.add(key)
-            found.append(_describe(path, pattern, base, check))
+    for i, pattern in enumerate(patterns):
+        with recipe_part("inputs", i):
+            for path in _expand(pattern, base):
+                key = os.path.realpath(path)
+                if key in seen:
+                    continue
+                seen.add(key)
+                found.append(_describe(path, pattern, base, check))
     return found
 
 
@@ -155,6 +156,8 @@ def _describe_folder(path: str, name: str, label: str, check: bool = True) -> In
     else:
         fmt = "text_folder"
         members = folders.text_members(path)
+        if not members and os.path.isfile(os.path.join(path, "LATEST")):
+            raise CurateError(f"{label} {_dataset_folder_hint(path, name)}")
         if not members:
             raise CurateError(
                 f"{label} is a folder with no .txt or .md files "
@@ -164,6 +167,22 @@ def _describe_folder(path: str, name: str, label: str, check: bool = True) -> In
             _readable(os.path.join(path, m.rel), f"file {m.rel!r} of {label}")
     size, mtime_ns = folders.totals(members)
     return InputFile(path, name, fmt, size, mtime_ns)
+
+
+def _dataset_folder_hint(path: str, name: str) -> str:
+    """A curate dataset folder holds versions, not documents: say which folder to name.
+    A version is an input of its own (recorded as a parent), so a rebuild never changes
+    what the recipe reads behind its back, as following LATEST would."""
+    try:
+        latest = Path(path, "LATEST").read_text().strip()
+    except OSError:
+        latest = ""
+    if not latest:
+        return f"is a curate dataset folder; name one of its versions, e.g. '{name}/v1'"
+    example = f"{name}/{latest}"
+    if os.path.exists(os.path.join(path, latest, "dataset_dict.json")):
+        example += "/train"  # a version with held-out splits: one split is one dataset
+    return f"is a curate dataset folder (LATEST is {latest}); name a version, e.g. '{example}'"
 
 
 def _readable(path: str, label: str) -> None:

@@ -1,0 +1,109 @@
+"""Mistakes found after the recipe validates (an input, a tokenizer, the output folder) name
+the recipe file, line and path, on one line, and nothing is written."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import corpus, write_jsonl, write_recipe
+
+import curate
+from curate.cli import main
+from curate.errors import CurateError, recipe_part
+
+
+def line_of(recipe: Path, text: str) -> int:
+    """1-based line of the first recipe line containing `text`."""
+    lines = recipe.read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+def fails(recipe: Path) -> str:
+    result = CliRunner().invoke(main, ["run", str(recipe)])
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_missing_input_names_its_recipe_line(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    recipe = write_recipe(tmp_path, inputs=["data/a.jsonl", "data/typo.jsonl"])
+    line = line_of(recipe, "data/typo.jsonl")
+    message = fails(recipe)
+    assert message.startswith(f"error: {recipe}:{line}: inputs[1]: input 'data/typo.jsonl'")
+    assert not (tmp_path / "out").exists()
+
+
+def test_glob_matching_nothing_and_empty_folder_name_their_lines(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    recipe = write_recipe(tmp_path, inputs=["data/*.jsonl", "data/*.parquet"])
+    assert f"{recipe}:{line_of(recipe, '*.parquet')}: inputs[1]: " in fails(recipe)
+    recipe = write_recipe(tmp_path, inputs=["empty"])
+    message = fails(recipe)
+    assert f"{recipe}:{line_of(recipe, '- empty')}: inputs[0]: " in message
+    assert "no .txt or .md files" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_missing_tokenizer_names_its_stage_line(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    stages = [{"normalize": {}}, {"tokenize": {"source": "models/typo"}}]
+    recipe = write_recipe(tmp_path, stages=stages)
+    message = fails(recipe)
+    line = line_of(recipe, "- tokenize")
+    assert message.startswith(f"error: {recipe}:{line}: stages[1].tokenize: tokenizer ")
+    assert "models/typo" in message
+    assert not (tmp_path / "out").exists()
+
+
+def test_output_root_that_cannot_be_created_names_output_root(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    (tmp_path / "a-file").write_text("in the way\n")
+    recipe = write_recipe(tmp_path, output={"root": "a-file/out", "fsync": False})
+    message = fails(recipe)
+    line = line_of(recipe, "root: a-file/out")
+    assert message.startswith(f"error: {recipe}:{line}: output.root: cannot create output folder")
+    assert (tmp_path / "a-file").read_text() == "in the way\n"
+
+
+def test_python_api_error_names_the_line_too(tmp_path: Path) -> None:
+    recipe = write_recipe(tmp_path, inputs=["nowhere/*.jsonl"])
+    with pytest.raises(CurateError) as exc:
+        curate.run(recipe)
+    assert str(exc.value).startswith(f"{recipe}:{line_of(recipe, 'nowhere')}: inputs[0]: input ")
+
+
+def test_a_dataset_folder_as_input_asks_for_a_version(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(6, dup_every=0))
+    curate.run(write_recipe(tmp_path))
+    (tmp_path / "next").mkdir()
+    recipe = write_recipe(tmp_path / "next", name="next", inputs=["../out/t"])
+    message = fails(recipe)
+    assert "inputs[0]: input '../out/t' is a curate dataset folder (LATEST is v1)" in message
+    assert message.endswith("name a version, e.g. '../out/t/v1'")
+
+
+def test_a_split_dataset_folder_as_input_asks_for_a_split(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(20, dup_every=0))
+    curate.run(write_recipe(tmp_path, split={"validation": 0.2}))
+    (tmp_path / "next").mkdir()
+    for given in ("../out/t", "../out/t/v1"):
+        message = fails(write_recipe(tmp_path / "next", name="next", inputs=[given]))
+        assert message.endswith("e.g. '../out/t/v1/train'"), message
+    version = curate.run(write_recipe(tmp_path / "next", name="next", inputs=["../out/t/v1/train"]))
+    assert (
+        version.counts["written"] == curate.open(tmp_path / "out" / "t").to_arrow("train").num_rows
+    )
+
+
+def test_an_error_keeps_its_recipe_part_across_processes() -> None:
+    with pytest.raises(CurateError) as exc, recipe_part("inputs", 2):
+        raise CurateError("input 'x' does not exist")
+    copy = pickle.loads(pickle.dumps(exc.value))
+    assert copy.at == ("inputs", 2) and str(copy) == "input 'x' does not exist"
