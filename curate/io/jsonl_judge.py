@@ -70,7 +70,7 @@ class LineJudge:
         except UnicodeDecodeError as exc:
             return f"invalid UTF-8 at byte {exc.start} of the line"
         except json.JSONDecodeError as exc:
-            return f"malformed JSON at column {exc.colno}: {exc.msg}"
+            return json_problem(exc)
         except RecursionError:
             return "malformed JSON: nested too deeply"
         if not isinstance(record, dict):
@@ -141,3 +141,11 @@ def _fits(value: object, dtype: pa.DataType) -> bool:
     if pa.types.is_list(dtype):
         return isinstance(value, list)
     return True  # other types: Arrow decides
+
+
+def json_problem(exc: json.JSONDecodeError) -> str:
+    """The decoder's message with its column. Some messages end in "at" and expect the
+    position after them ("Unterminated string starting at"): the column goes there."""
+    if exc.msg.endswith(" at"):
+        return f"malformed JSON: {exc.msg} column {exc.colno}"
+    return f"malformed JSON at column {exc.colno}: {exc.msg}"

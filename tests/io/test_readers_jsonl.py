@@ -87,7 +87,7 @@ def test_integer_ids_take_the_fast_path(tmp_path: Path, monkeypatch: pytest.Monk
 BAD = [
     (
         b'{"text": "SECRET unterminated',
-        "malformed JSON at column 10: Unterminated string starting at",
+        "malformed JSON: Unterminated string starting at column 10",
     ),
     (b"[1, 2]", "line is a JSON array, not an object"),
     (b'"just a string"', "line is a JSON string, not an object"),
