@@ -138,10 +138,18 @@ class Version:
         return frame
 
     def rejected(self) -> pa.Table:
-        return _concat([read_stream(self.path / f["path"]) for f in self.manifest["rejected"]])
+        """Each removed document's id, stage and reason (and what it duplicated)."""
+        from curate.stages.base import REJECTED_SCHEMA
+
+        files = self.manifest["rejected"]
+        return _concat([read_stream(self.path / f["path"]) for f in files], REJECTED_SCHEMA)
 
     def quarantined(self) -> pa.Table:
-        return _concat([read_stream(self.path / f["path"]) for f in self.manifest["quarantine"]])
+        """Each unreadable record's file, line, reason and size (never its content)."""
+        from curate.io.batches import QUARANTINE_SCHEMA
+
+        files = self.manifest["quarantine"]
+        return _concat([read_stream(self.path / f["path"]) for f in files], QUARANTINE_SCHEMA)
 
     def view_folder(self) -> Path:
         """A folder of symlinks to this version's files, where `datasets` may write its caches."""
@@ -201,31 +209,38 @@ class Version:
         )
 
     def _repr_html_(self) -> str:
-        c = self.counts
-        size = sum(s["bytes"] for s in self.manifest["shards"])
+        """The notebook view: the same facts as `curate show`, as a table."""
+        c, m = self.counts, self.manifest
+        size = sum(s["bytes"] for s in m["shards"])
         rows = "".join(
-            f"<tr><td>{html.escape(name)}</td><td>{n_in:,}</td><td>{n_out:,}</td>"
-            f"<td>{html.escape(', '.join(f'{k}: {v:,}' for k, v in removed.items()) or '-')}</td>"
-            f"<td>{secs:.2f}</td></tr>"
-            for name, n_in, n_out, removed, secs in self.summary()
+            f"<tr><td>{html.escape(s['name'])}</td><td>{s['docs_in']:,}</td>"
+            f"<td>{s['docs_out']:,}</td><td>{s['changed']:,}</td><td>"
+            f"{html.escape(', '.join(f'{k}: {v:,}' for k, v in s['removed'].items()) or '-')}"
+            f"</td><td>{s['seconds']:.2f}</td></tr>"
+            for s in m["stages"]
+        )
+        tokens = f", {m['tokens']:,} tokens" if m.get("tokens") is not None else ""
+        record = m.get("splits")
+        splits = (
+            "; splits: "
+            + ", ".join(f"{html.escape(k)} {v['documents']:,}" for k, v in record["splits"].items())
+            if record
+            else ""
         )
         return (
             f"<div><b>{html.escape(self.dataset)} {html.escape(self.name)}</b> "
             f"<code>{html.escape(str(self.path))}</code><br>"
-            f"{c['written']:,} documents in {len(self.manifest['shards'])} shards "
-            f"({format_size(size)}); read {c['read']:,}, removed {c['removed_total']:,}, "
-            f"quarantined {c['quarantined']:,}; fingerprint <code>{self.fingerprint[:12]}</code>"
-            "<table><tr><th>stage</th><th>in</th><th>out</th><th>removed</th><th>s</th></tr>"
+            f"{c['written']:,} documents{tokens} in {len(m['shards'])} shards "
+            f"({format_size(size)}){splits}; read {c['read']:,}, removed "
+            f"{c['removed_total']:,}, quarantined {c['quarantined']:,}; fingerprint "
+            f"<code>{self.fingerprint[:12]}</code><table><tr><th>stage</th><th>in</th>"
+            "<th>out</th><th>changed</th><th>removed</th><th>s</th></tr>"
             f"{rows}</table></div>"
         )
 
 
-def _concat(tables: builtins.list[pa.Table]) -> pa.Table:
-    if not tables:
-        from curate.stages.base import REJECTED_SCHEMA
-
-        return REJECTED_SCHEMA.empty_table()
-    return pa.concat_tables(tables)
+def _concat(tables: builtins.list[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
 def open(path: str | Path, version: str = "LATEST") -> Version:

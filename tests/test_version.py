@@ -75,6 +75,29 @@ def test_repr_and_html(version: curate.Version) -> None:
     assert repr(version).startswith("Version(t v1, 48 documents written of 60 read")
     html = version._repr_html_()
     assert "<table>" in html and "exact_dedup" in html
+    assert "<th>changed</th>" in html  # the same columns as `curate show`
+
+
+def test_html_names_splits_and_tokens(tmp_path: Path) -> None:
+    from conftest import corpus, write_jsonl
+
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(20, dup_every=0))
+    tokenizer = str(Path(__file__).parent.parent / "sample_data" / "tokenizer")
+    stages = [{"tokenize": {"source": tokenizer}}]
+    version = curate.run(write_recipe(tmp_path, stages=stages, split={"validation": 0.3}))
+    splits = version.manifest["splits"]["splits"]
+    html = version._repr_html_()
+    assert f"{version.manifest['tokens']:,} tokens" in html
+    assert f"splits: train {splits['train']['documents']}, validation " in html
+
+
+def test_empty_side_outputs_have_their_own_schemas(version: curate.Version) -> None:
+    from curate.io.batches import QUARANTINE_SCHEMA
+    from curate.stages.base import REJECTED_SCHEMA
+
+    assert version.counts["quarantined"] == 0  # no quarantine files: an empty table
+    assert version.quarantined().schema == QUARANTINE_SCHEMA
+    assert version.rejected().schema == REJECTED_SCHEMA
 
 
 def test_open_by_dataset_folder_and_by_name(version: curate.Version, project: Path) -> None:
