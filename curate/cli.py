@@ -115,7 +115,7 @@ def log(root: Path) -> None:
     """List the versions under ROOT (an output root or one dataset folder)."""
     from curate.history import log_rows, render_log
 
-    click.echo(render_log(log_rows(root)))
+    click.echo(render_log(log_rows(root), root))
 
 
 @main.command()
@@ -123,7 +123,8 @@ def log(root: Path) -> None:
 @click.argument("b", type=click.Path(exists=True, path_type=Path))
 @_user_errors
 def diff(a: Path, b: Path) -> None:
-    """Recipe, input and per-stage count differences between two version folders."""
+    """Recipe, input and per-stage count differences between two versions (version folders,
+    or dataset folders for their LATEST)."""
     from curate.history import diff as diff_versions
 
     click.echo(diff_versions(a, b))

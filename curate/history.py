@@ -25,6 +25,19 @@ def _manifest(folder: Path) -> dict[str, Any]:
     return data
 
 
+def version_folder(path: Path) -> Path:
+    """A version folder as given, or a dataset folder's LATEST, as `curate show` takes them."""
+    path = Path(path)
+    if (path / "manifest.json").is_file():
+        return path
+    latest = Store(path.parent, path.name).latest()
+    if latest and (path / latest / "manifest.json").is_file():
+        return path / latest
+    raise CurateError(
+        f"{path} is not a version (no manifest.json) nor a dataset folder with a LATEST version"
+    )
+
+
 def log_rows(root: Path) -> list[dict[str, Any]]:
     rows = []
     for dataset in dataset_folders(root):
@@ -52,9 +65,10 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def render_log(rows: list[dict[str, Any]]) -> str:
+def render_log(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     if not rows:
-        return "no versions"
+        where = f" under {root} (an output root or one dataset folder)" if root else ""
+        return f"no versions{where}"
     lines = []
     for r in rows:
         if r.get("broken"):
@@ -85,7 +99,7 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
 
 def diff(a: Path, b: Path) -> str:
     """Recipe, input and per-stage count differences between two version folders."""
-    ma, mb = _manifest(Path(a)), _manifest(Path(b))
+    ma, mb = _manifest(version_folder(a)), _manifest(version_folder(b))
     lines = [f"--- {ma['dataset']} {ma['version']} ({ma['fingerprint'][:12]})"]
     lines.append(f"+++ {mb['dataset']} {mb['version']} ({mb['fingerprint'][:12]})")
     ra, rb = _flatten(ma["recipe"]), _flatten(mb["recipe"])

@@ -50,3 +50,21 @@ def test_log_and_diff(project: Path) -> None:
     d = cli("diff", str(v2.path), str(v3.path))
     assert "recipe: same" in d and "data/a.jsonl: content changed" in d
     assert "written:" in d
+
+
+def test_diff_takes_dataset_folders_and_refuses_other_folders(project: Path) -> None:
+    v1 = curate.run(write_recipe(project))
+    v2 = curate.run(write_recipe(project, stages=[{"normalize": {"form": "NFKC"}}]))
+    d = cli("diff", str(v1.path), str(project / "out" / "t"))  # LATEST is v2
+    assert d.splitlines()[1] == f"+++ t v2 ({v2.fingerprint[:12]})"
+    result = CliRunner().invoke(main, ["diff", str(v1.path), str(project / "data")])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.startswith(
+        f"error: {project / 'data'} is not a version (no manifest.json)"
+    )
+
+
+def test_log_of_a_folder_without_versions_says_what_to_give(project: Path) -> None:
+    assert cli("log", str(project / "data")).strip() == (
+        f"no versions under {project / 'data'} (an output root or one dataset folder)"
+    )
