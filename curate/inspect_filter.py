@@ -98,12 +98,17 @@ def inspect_filter(
     recipe: Recipe | str | os.PathLike[str], stage: str, sample: int = 1000, examples: int = 3
 ) -> FilterReport:
     """Run the recipe's map stages up to `stage` (a name or a 0-based position) on a sample."""
-    from curate.runner import build_stages
-
     if not isinstance(recipe, Recipe):
         from pathlib import Path
 
         recipe = Recipe.load(Path(recipe))
+    with recipe.located():  # an input or a stage's file that is not there names its line
+        return _inspect(recipe, stage, sample, examples)
+
+
+def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterReport:
+    from curate.runner import build_stages
+
     stages = build_stages(recipe)
     index = _find(stages, stage)
     target = stages[index]

@@ -285,7 +285,10 @@ class Recipe(_Strict):
             yield
         except CurateError as exc:
             if exc.at is not None and not exc.located and exc.args:
-                exc.args = (f"{self.where(exc.at)}: {exc.args[0]}", *exc.args[1:])
+                message = str(exc.args[0])
+                if exc.at[0] == "stages" and len(exc.at) > 2:  # "pii: ..." under stages[1].pii
+                    message = message.removeprefix(f"{exc.at[2]}: ")
+                exc.args = (f"{self.where(exc.at)}: {message}", *exc.args[1:])
                 exc.located = True
             raise
 

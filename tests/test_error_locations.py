@@ -107,3 +107,33 @@ def test_an_error_keeps_its_recipe_part_across_processes() -> None:
         raise CurateError("input 'x' does not exist")
     copy = pickle.loads(pickle.dumps(exc.value))
     assert copy.at == ("inputs", 2) and str(copy) == "input 'x' does not exist"
+
+
+def test_a_stage_message_is_not_prefixed_twice_with_the_stage_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CURATE_PII_KEY", raising=False)
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    recipe = write_recipe(tmp_path, stages=[{"pii": {"entities": {"EMAIL_ADDRESS": "hash"}}}])
+    message = fails(recipe)
+    line = line_of(recipe, "- pii")
+    assert message.startswith(f"error: {recipe}:{line}: stages[0].pii: the hash action needs")
+
+
+def test_a_missing_benchmark_file_is_named_plainly(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    bench = {"benchmarks": [{"name": "quiz", "path": "bench/quiz.jsonl"}]}
+    recipe = write_recipe(tmp_path, stages=[{"decontaminate": bench}])
+    message = fails(recipe)
+    assert message.endswith(
+        f"stages[0].decontaminate: cannot read {tmp_path / 'bench' / 'quiz.jsonl'}: "
+        "No such file or directory"
+    )
+
+
+def test_inspect_filter_errors_name_the_line_too(tmp_path: Path) -> None:
+    recipe = write_recipe(tmp_path, inputs=["gone.jsonl"], stages=[{"filter_length": {}}])
+    result = CliRunner().invoke(main, ["inspect-filter", str(recipe), "--stage", "filter_length"])
+    assert result.exit_code == 2
+    line = line_of(recipe, "gone.jsonl")
+    assert result.stderr.startswith(f"error: {recipe}:{line}: inputs[0]: input 'gone.jsonl'")

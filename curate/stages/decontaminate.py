@@ -117,7 +117,9 @@ class Decontaminate(MapStage):
         try:
             digests = self._digests()
         except OSError as exc:
-            raise CurateError(f"decontaminate: {exc}") from None
+            raise CurateError(
+                f"decontaminate: cannot read {exc.filename}: {exc.strerror}"
+            ) from None
         return {f"decontaminate:{k}": v for k, v in digests.items()}
 
     def describe(self) -> dict[str, Any]:
