@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.engines.local_collective import LocalSummaries
+from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.plan import make_plan
 from curate.recipe import Recipe, build_stage
@@ -69,6 +70,11 @@ class Pipeline:
     def process(self, data: pa.Table | Iterable[Mapping[str, Any]]) -> PipelineResult:
         """Run every stage over in-memory data and return what remains and what was removed."""
         table = data if isinstance(data, pa.Table) else pa.Table.from_pylist(list(data))
+        if self.text_field not in table.column_names:
+            raise CurateError(
+                f"Pipeline.process: the data has no {self.text_field!r} field (fields: "
+                f"{', '.join(table.column_names) or 'none'}); pass text_field= to Pipeline()"
+            )
         if ID not in table.column_names:
             table = table.append_column(ID, pa.array([str(i) for i in range(table.num_rows)]))
         table = table.append_column(ORDER, pa.array(np.arange(table.num_rows, dtype=np.uint64)))

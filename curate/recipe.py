@@ -177,7 +177,7 @@ def shape_problems(stages: list[StageSpec], chat: bool) -> list[Problem]:
     return problems
 
 
-class _StageProblems(ValueError):
+class _StageProblems(CurateError, ValueError):  # a user error outside a recipe too (Pipeline)
     def __init__(self, problems: list[Problem]) -> None:
         super().__init__("; ".join(f"{format_loc(loc)}: {msg}" for loc, msg in problems))
         self.problems = problems

@@ -42,3 +42,20 @@ def test_run_publishes_a_version(tmp_path: Path) -> None:
         [str(tmp_path / "a.jsonl")], name="nb", root=tmp_path / "out", output={"fsync": False}
     )
     assert again.up_to_date and again.path == version.path
+
+
+def test_user_mistakes_are_curate_errors() -> None:
+    import pytest
+
+    from curate import CurateError
+
+    with pytest.raises(CurateError, match=r"unknown stage 'normalise' \(did you mean 'normalize'"):
+        Pipeline().add("normalise").process([{"text": "a"}])
+    with pytest.raises(
+        CurateError, match=r"stages\[0\]\.normalize\.form: must be one of NFC, NFKC"
+    ):
+        Pipeline().add("normalize", form="NFD").process([{"text": "a"}])
+    with pytest.raises(CurateError, match=r"the data has no 'text' field \(fields: body\)"):
+        Pipeline().add("normalize").process([{"body": "a"}])
+    kept = Pipeline(text_field="body").add("normalize").process([{"body": "a "}]).table
+    assert kept.column("body").to_pylist() == ["a"]
