@@ -67,16 +67,17 @@ def _tokenizer_record(version: Version) -> tuple[dict[str, Any], dict[str, Any]]
 
 
 def _chat_tokenizer(version: Version, stage: dict[str, Any]) -> dict[str, Any]:
-    """The tokenizer record of a chat_template stage: its tokenizer.json, fingerprinted as
+    """The tokenizer record of a chat_template stage: its tokenizer file, fingerprinted as
     `curate.tokenizers.tokenizer_fingerprint` does (from the file digest the stage recorded)."""
     main = str(stage["details"]["chat_template"]["tokenizer"])
+    kind = stage["details"]["chat_template"].get("tokenizer_kind", "tokenizer.json")
     digest = stage["software"].get(f"tokenizer_sha256:{Path(main).name}", "")
-    payload = json.dumps({"kind": "tokenizer.json", "sha256": digest}, sort_keys=True)
+    payload = json.dumps({"kind": kind, "sha256": digest}, sort_keys=True)
     types = {f["name"]: f["type"] for f in version.manifest["schema"]}
     id_type = "uint32" if "uint32" in types.get(TOKENS, "") else "uint16"
     return {
         "source": main,
-        "kind": "tokenizer.json",
+        "kind": kind,
         "fingerprint": hashlib.sha256(payload.encode()).hexdigest(),
         "id_type": id_type,
     }

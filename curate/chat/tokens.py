@@ -154,6 +154,8 @@ class PieceChatTokenizer(ChatTokenizer):
         self.dummy = int(self.table[self._ids("x")].sum()) - 1  # SentencePiece's prefix space
         alternatives = alternation(self.specials)
         self.any_special = re.compile(alternatives)
+        # texts rendered from marked contents; the others are searched with any_special
+        # alone, which sre scans about 6x faster (it skips to the specials' first characters)
         self.split = re.compile(f"{OPEN}({alternatives}){CLOSE}|[{OPEN}{CLOSE}]|({alternatives})")
 
     def _ids(self, text: str) -> np.ndarray:
@@ -175,11 +177,15 @@ class PieceChatTokenizer(ChatTokenizer):
             buf: list[str] = []
             at = start = 0  # at: position in the rendered text; start: of the current piece
             pos = 0  # position in the text without markers
-            for m in self.split.finditer(text):
+            marked = OPEN in text or CLOSE in text  # else every match is the template's
+            for m in (self.split if marked else self.any_special).finditer(text):
                 buf.append(text[at : m.start()])
                 pos += m.start() - at
                 at = m.end()
-                content_literal, template_special = m.group(1), m.group(2)
+                if marked:
+                    content_literal, template_special = m.group(1), m.group(2)
+                else:
+                    content_literal, template_special = None, m.group(0)
                 if content_literal is not None:
                     buf.append(content_literal)
                     pos += len(content_literal)

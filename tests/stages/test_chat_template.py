@@ -346,3 +346,27 @@ def test_special_strings_match_longest_first() -> None:
                        "<SPECIAL_12><SPECIAL_1><SPECIAL_13>[INST]<s>")  # fmt: skip
     assert found == ["<SPECIAL_12>", "<SPECIAL_1>", "[INST]", "<s>"]
     assert re.findall(alternation([]), "<s>") == []
+
+
+def test_a_version_made_with_sentencepiece_opens_with_that_tokenizer_only(tmp_path: Path) -> None:
+    from conftest import REPO, write_jsonl, write_recipe
+
+    import curate
+    from curate.loader import TokenizerMismatch, open_tokens
+
+    folder = mistral_tokenizer(tmp_path / "tok", "tokenizer.model.v1", TEMPLATES["mistral"])
+    convs = conversations(20, seed=3, system=False)
+    write_jsonl(tmp_path / "data" / "a.jsonl",
+                [{"id": f"c{i}", "messages": c} for i, c in enumerate(convs)])  # fmt: skip
+    recipe = write_recipe(
+        tmp_path, chat={"shape": "messages"}, stages=[{"chat_template": {"source": str(folder)}}]
+    )
+    version = curate.run(recipe)
+    assert version.manifest["stages"][0]["details"]["chat_template"]["tokenizer_kind"] == (
+        "sentencepiece"
+    )
+    tokens = open_tokens(version.path, tokenizer=str(folder / "tokenizer.model"))
+    assert tokens.num_tokens == sum(version.to_arrow().column("num_tokens").to_pylist())
+    other = REPO / "sample_data" / "chat" / "tokenizer" / "tokenizer.json"
+    with pytest.raises(TokenizerMismatch):
+        open_tokens(version.path, tokenizer=str(other))
