@@ -3,7 +3,7 @@
 Beside the counts it says what a user would otherwise dig out of the manifest: how the
 documents fell into splits, why records were quarantined and where to look, and a
 warning when a run wrote nothing, which is almost always a recipe that does not match
-its inputs (a wrong `text_field` or `chat.shape`).
+its inputs (a wrong `text_field`, `id_field` or `chat.shape`).
 """
 
 from __future__ import annotations
@@ -85,6 +85,6 @@ def _nothing_written(c: dict[str, Any]) -> str:
     if c["quarantined"] == c["read"]:
         return (
             "warning: every record was quarantined, nothing written: check the recipe's "
-            "text_field or chat.shape against the input's fields"
+            "text_field, id_field or chat.shape against the input's fields"
         )
     return "warning: nothing written: every document was removed by a stage or quarantined"
