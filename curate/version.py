@@ -244,13 +244,17 @@ def _concat(tables: builtins.list[pa.Table], schema: pa.Schema) -> pa.Table:
 
 
 def open(path: str | Path, version: str = "LATEST") -> Version:
-    """A version by its folder, or a dataset folder (`<root>/<name>`) and a version name."""
+    """A version by its folder, or a dataset folder (`<root>/<name>`) and a version name.
+
+    The version is held (a shared read lock, like `prepare()`'s) while the object lives: a
+    notebook or a trainer reading it must not find it removed by `curate gc --keep 1`.
+    """
     path = Path(path)
     if (path / "manifest.json").is_file():
-        return Version(path)
+        return Version(path).hold()
     if version == "LATEST":
         try:
             version = (path / "LATEST").read_text().strip()
         except FileNotFoundError:
             raise CurateError(f"{path} has no published version (no LATEST file)") from None
-    return Version(path / version)
+    return Version(path / version).hold()

@@ -36,3 +36,22 @@ def test_gc_keeps_newest_latest_and_held(project: Path) -> None:
     again = curate.run(write_recipe(project, stages=[{"filter_length": {"min_chars": 0}}]))
     assert not again.up_to_date and again.name == "v5"
     assert versions[-1].path.exists()
+
+
+def test_versions_opened_for_reading_are_not_collected(project: Path) -> None:
+    from curate.loader import open_tokens
+
+    tokenizer = str(Path(__file__).parent.parent / "sample_data" / "tokenizer")
+    for i in range(3):
+        stages = [{"filter_length": {"min_chars": i}}, {"tokenize": {"source": tokenizer}}]
+        curate.run(write_recipe(project, stages=stages)).release()
+    notebook = curate.open(project / "out" / "t", "v1")  # a notebook reading v1
+    trainer = open_tokens(project / "out" / "t", "v2")  # a trainer reading v2
+    result = CliRunner().invoke(main, ["gc", str(project / "out"), "--keep", "1"])
+    assert "t/v1: kept, a reader holds it" in result.stdout
+    assert "t/v2: kept, a reader holds it" in result.stdout
+    assert notebook.to_arrow().num_rows and len(trainer.blocks(16))
+    notebook.release()
+    trainer.version.release()
+    result = CliRunner().invoke(main, ["gc", str(project / "out"), "--keep", "1"])
+    assert "t/v1: removed" in result.stdout and "t/v2: removed" in result.stdout
