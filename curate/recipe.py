@@ -104,6 +104,15 @@ def _pydantic_problems(exc: ValidationError, prefix: tuple[str | int, ...]) -> l
             msg = f"unknown key '{loc[-1]}'"
         elif kind == "missing":
             msg = "is required"
+        elif kind == "list_type":
+            given = err["input"]
+            example = f"[{given}]" if isinstance(given, str) else "one '- item' line per entry"
+            msg = f"must be a list, e.g. {example}"
+        elif kind == "string_pattern_mismatch" and loc == ("name",):
+            msg = (
+                f"{err['input']!r} is not a dataset name: use letters, digits, '.', '_' and '-', "
+                "starting with a letter or digit (it names a folder)"
+            )
         else:
             msg = err["msg"]
             msg = msg.removeprefix("Value error, ")
@@ -318,6 +327,8 @@ class Recipe(_Strict):
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise CurateError(f"recipe {path} does not exist") from None
+        except IsADirectoryError:
+            raise CurateError(f"recipe {path} is a folder; name the recipe's .yaml file") from None
         except (OSError, UnicodeDecodeError) as exc:
             raise CurateError(f"recipe {path} cannot be read: {exc}") from None
         loader = yaml.SafeLoader(text)

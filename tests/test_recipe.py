@@ -108,3 +108,16 @@ def test_duplicate_keys_are_errors(tmp_path: Path) -> None:
         "name: x\ninputs: [a]\nstages:\n  - filter_length:\n      min_chars: 1\n      min_chars: 2\n",
     )
     assert ":6: stages[0].filter_length.min_chars: duplicate key" in msg
+
+
+def test_common_shape_mistakes_say_what_to_write(tmp_path: Path) -> None:
+    msg = error(tmp_path, "name: x\ninputs: data/a.jsonl\nstages: {normalize: {}}\n")
+    assert "recipe.yaml:2: inputs: must be a list, e.g. [data/a.jsonl]" in msg
+    assert "recipe.yaml:3: stages: must be a list, e.g. one '- item' line per entry" in msg
+    msg = error(tmp_path, "name: my data\ninputs: [a.jsonl]\n")
+    assert "recipe.yaml:1: name: 'my data' is not a dataset name: use letters, digits" in msg
+
+
+def test_a_folder_given_as_the_recipe(tmp_path: Path) -> None:
+    with pytest.raises(CurateError, match="is a folder; name the recipe's .yaml file"):
+        Recipe.load(tmp_path)
