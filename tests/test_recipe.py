@@ -119,5 +119,5 @@ def test_common_shape_mistakes_say_what_to_write(tmp_path: Path) -> None:
 
 
 def test_a_folder_given_as_the_recipe(tmp_path: Path) -> None:
-    with pytest.raises(CurateError, match="is a folder; name the recipe's .yaml file"):
+    with pytest.raises(CurateError, match=r"is a folder; name the recipe's \.yaml file"):
         Recipe.load(tmp_path)
