@@ -74,7 +74,13 @@ class Version:
 
     @cached_property
     def manifest(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads((self.path / "manifest.json").read_text())
+        path = self.path / "manifest.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CurateError(f"{path} cannot be read ({exc}); `curate verify` checks it") from None
+        if not isinstance(data, dict) or "counts" not in data or "stages" not in data:
+            raise CurateError(f"{path} is not a curate manifest; `curate verify` checks it")
         return data
 
     @property

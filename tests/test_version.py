@@ -105,3 +105,22 @@ def test_open_by_dataset_folder_and_by_name(version: curate.Version, project: Pa
     assert curate.open(project / "out" / "t", "v1").path == version.path
     with pytest.raises(curate.CurateError):
         curate.open(project / "out" / "t", "v9")
+
+
+def test_a_damaged_manifest_is_a_one_line_error(version: curate.Version, tmp_path: Path) -> None:
+    import shutil
+
+    from click.testing import CliRunner
+
+    from curate.cli import main
+
+    copy = tmp_path / "copy" / "v1"
+    shutil.copytree(version.path, copy)
+    copy.chmod(0o750)
+    (copy / "manifest.json").chmod(0o640)
+    for text, says in (("{cut", "cannot be read"), ("[]", "is not a curate manifest")):
+        (copy / "manifest.json").write_text(text)
+        result = CliRunner().invoke(main, ["show", str(copy)])
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert result.stderr.startswith(f"error: {copy / 'manifest.json'} {says}")
+        assert len(result.stderr.splitlines()) == 1 and "curate verify" in result.stderr
