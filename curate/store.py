@@ -103,7 +103,11 @@ class Store:
 
     @contextlib.contextmanager
     def _flock(self, path: Path) -> Iterator[None]:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
+        except OSError as exc:  # the first file a build writes: an output folder it cannot use
+            message = f"cannot write in output folder {path.parent}: {exc.strerror}"
+            raise CurateError(message, at=("output", "root")) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             os.ftruncate(fd, 0)

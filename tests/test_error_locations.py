@@ -137,3 +137,16 @@ def test_inspect_filter_errors_name_the_line_too(tmp_path: Path) -> None:
     assert result.exit_code == 2
     line = line_of(recipe, "gone.jsonl")
     assert result.stderr.startswith(f"error: {recipe}:{line}: inputs[0]: input 'gone.jsonl'")
+
+
+@pytest.mark.skipif(not Path("/proc/sys").is_dir(), reason="needs Linux /proc")
+def test_an_output_folder_that_takes_no_files_names_output_root(tmp_path: Path) -> None:
+    # /proc/sys exists but no file can be created in it, even by root (tests here run as root,
+    # for whom permission bits do not stop anything)
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    recipe = write_recipe(tmp_path, name="sys", output={"root": "/proc", "fsync": False})
+    message = fails(recipe)
+    line = line_of(recipe, "root: /proc")
+    assert message.startswith(
+        f"error: {recipe}:{line}: output.root: cannot write in output folder /proc/sys: "
+    )
