@@ -18,6 +18,7 @@ from curate.errors import CurateError
 from curate.io.batches import QuarantineRecord
 
 ON_ERROR = ("quarantine", "fail")
+FAIL_HINT = "the recipe's on_error: fail stops at the first bad record; quarantine sets them aside"
 
 R = TypeVar("R")
 
@@ -45,7 +46,7 @@ class ErrorSink:
         if self.fail and records:
             first = records[0]
             where = first.file if first.line is None else f"{first.file}:{first.line}"
-            raise CurateError(f"{where}: {first.reason}")
+            raise CurateError(f"{where}: {first.reason} ({FAIL_HINT})")
         return records
 
 

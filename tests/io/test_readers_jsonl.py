@@ -136,6 +136,8 @@ def test_on_error_fail_names_file_line_and_reason(tmp_path: Path, line: bytes, r
     with pytest.raises(CurateError) as exc:
         read(tmp_path, data, FieldSpec(keep_fields=KEEP), on_error="fail")
     assert str(exc.value).startswith(f"a.jsonl:3: {reason}")
+    assert str(exc.value).endswith("(the recipe's on_error: fail stops at the first bad record; "
+                                   "quarantine sets them aside)")  # fmt: skip
 
 
 def test_id_problems(tmp_path: Path) -> None:
