@@ -294,7 +294,9 @@ def versions() -> dict[str, str]:
     return out
 
 
-def report(results: list[Result], commands: list[str], corpus_info: dict[str, int]) -> str:
+def report(
+    results: list[Result], commands: list[str], corpus_info: dict[str, int], reads: str
+) -> str:
     commit = subprocess.run(
         ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=ROOT
     ).stdout.strip()
@@ -309,8 +311,8 @@ def report(results: list[Result], commands: list[str], corpus_info: dict[str, in
         f"Corpus: {corpus_info['bytes'] / 1e6:.1f} MB of JSONL, {corpus_info['conversations']:,} "
         f"conversations from {corpus_info['documents']:,} documents (man pages, /usr/share/doc, "
         "Python sources). Template: Mistral [INST] style (system prompt before the first user "
-        "message) with `{% generation %}`; tokenizer: Mistral tekken 240911 (curate reads the "
-        "tekken file; transformers the same tokenizer as a tokenizer.json).",
+        "message) with `{% generation %}`; tokenizer: Mistral tekken 240911 (curate reads "
+        f"{reads}; transformers the same tokenizer as a tokenizer.json).",
         "",
     ]
     by_size: dict[int, dict[str, list[Result]]] = {}
@@ -359,6 +361,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=60, help="MB of JSONL conversations")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", action="append", choices=list(CONTENDERS))
+    parser.add_argument("--curate-tokenizer", choices=["tekken", "tokenizer.json"],
+                        default="tekken", help="what curate reads: the tekken file (its "
+                        "fastest exact encoder, tiktoken) or the same tokenizer.json as "
+                        "transformers (tokenizers, with offsets)")  # fmt: skip
     parser.add_argument("--quiet-load", type=float, default=0.3,
                         help="wait (up to 60 s) until other processes use at most this many "
                         "cores before each run")  # fmt: skip
@@ -368,16 +374,18 @@ def main() -> None:
     corpus = build_corpus(args.size)
     corpus_info = json.loads((corpus / "corpus.json").read_text())
     curate_tokenizer, hf_tokenizer = tokenizer_folders()
-    results_json = ROOT / "results" / "chat_template.json"
+    results_name = "chat_template"
+    if args.curate_tokenizer == "tokenizer.json":
+        curate_tokenizer, results_name = hf_tokenizer, "chat_template-tokenizer_json"
+    results_json = ROOT / "results" / f"{results_name}.json"
     command = "python -m benchmarks.chat_template " + " ".join(sys.argv[1:])
-    results: list[Result] = []
+    runs: list[Result] = []
     logs = WORK / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     started = time.time()
 
     def save() -> None:
-        runs = [asdict(r) for r in results]
-        data = {"commands": [command], "corpus": corpus_info, "runs": runs}
+        data = {"commands": [command], "corpus": corpus_info, "runs": [asdict(r) for r in runs]}
         results_json.write_text(json.dumps(data, indent=1))
 
     for rnd in range(args.rounds):
@@ -393,12 +401,17 @@ def main() -> None:
             r = Result(args.size, name, rnd, m.wall_s, m.cpu_s, m.peak_tree_rss / MIB,
                        corpus_info["bytes"], found, n, os.getloadavg()[0],
                        m.foreign_load)  # fmt: skip
-            results.append(r)
+            runs.append(r)
             save()
             print(f"  r{rnd} {name:12s} {r.mb_s:6.2f} MB/s {r.mb_cpu_s:6.2f} MB/CPU-s "
                   f"{r.peak_tree_mib:6.0f} MiB  {found[:12]}", flush=True)  # fmt: skip
-    text = report(results, [command], corpus_info)
-    (ROOT / "results" / "chat_template.md").write_text(text)
+    reads = (
+        "the tekken file, encoded by tiktoken"
+        if results_name == "chat_template"
+        else ("the same tokenizer.json, encoded by tokenizers")
+    )
+    text = report(runs, [command], corpus_info, reads)
+    (ROOT / "results" / f"{results_name}.md").write_text(text)
     print(text)
     print(f"({time.time() - started:.0f} s)")
     if any(line.startswith("FAIL") for line in text.splitlines()):
