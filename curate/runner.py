@@ -19,8 +19,9 @@ from curate.engines.job import ProgressFn, no_progress
 from curate.engines.tasks import DiskFull
 from curate.errors import CurateError, recipe_part
 from curate.fingerprint import cached_content_hashes, fingerprint
-from curate.io.batches import TEXT
+from curate.io.batches import TEXT, FieldSpec
 from curate.io.inputs import discover_inputs
+from curate.io.readers import check_inputs
 from curate.recipe import Recipe
 from curate.stages.base import Stage, StageContext
 from curate.store import Store
@@ -80,6 +81,9 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
         return Version(found, up_to_date=True).hold()
     # Building: check every input's contents before anything is written.
     files = discover_inputs(recipe.inputs, recipe.base_dir)
+    check_inputs(
+        files, FieldSpec(recipe.text_field, recipe.id_field, recipe.keep_fields(), chat=recipe.chat)
+    )
     fp = fingerprint(recipe, files, stages, hashes)
     engine = _engine(recipe, workers)  # a missing engine library fails before anything is written
     store.ensure()

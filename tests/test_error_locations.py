@@ -150,3 +150,29 @@ def test_an_output_folder_that_takes_no_files_names_output_root(tmp_path: Path) 
     assert message.startswith(
         f"error: {recipe}:{line}: output.root: cannot write in output folder /proc/sys: "
     )
+
+
+def test_chat_records_in_parquet_are_refused_before_anything_is_written(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    (tmp_path / "data").mkdir()
+    turns = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}]
+    pq.write_table(pa.table({"id": ["a"], "messages": [turns]}), tmp_path / "data" / "c.parquet")
+    recipe = write_recipe(tmp_path, inputs=["data/c.parquet"], chat={"shape": "messages"},
+                          stages=[])  # fmt: skip
+    message = fails(recipe)
+    assert message == (
+        f"error: {recipe}:{line_of(recipe, 'inputs:')}: inputs: data/c.parquet: chat records "
+        "are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_kept_field_named_like_a_core_column_is_refused_before_writing(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    recipe = write_recipe(tmp_path, fields={"text": "string"})
+    message = fails(recipe)
+    assert message.startswith(f"error: {recipe}:{line_of(recipe, 'text: string')}: fields.text: ")
+    assert "would replace the document's own column" in message
+    assert not (tmp_path / "out").exists()

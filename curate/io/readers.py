@@ -13,10 +13,33 @@ from collections.abc import Iterator
 from curate.errors import CurateError
 from curate.io.batches import ID, TEXT, FieldSpec, ReadChunk
 from curate.io.columnar import read_columnar
+from curate.io.inputs import InputFile
 from curate.io.jsonl import read_jsonl
 from curate.io.partitions import Partition
 from curate.io.records import ErrorSink
 from curate.io.textfiles import read_text_folder
+
+JSONL_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst")
+
+
+def check_inputs(files: list[InputFile], fields: FieldSpec) -> None:
+    """Refuse now, before a build writes anything, what `read_partition` would refuse in a
+    worker for every partition: a kept field named like a core column, chat records in a
+    format the chat reader does not read."""
+    clash = {ID, TEXT} & set(fields.keep_fields)
+    if clash:
+        name = sorted(clash)[0]
+        raise CurateError(
+            f"kept field {name!r} would replace the document's own column; "
+            "rename it in the input or drop it from the recipe's fields",
+            at=("fields", name),
+        )
+    for inp in files:
+        if fields.chat is not None and inp.format not in JSONL_FORMATS:
+            raise CurateError(
+                f"{inp.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)",
+                at=("inputs",),
+            )
 
 
 def read_partition(
@@ -49,7 +72,7 @@ def read_partition(
 
         _check_unchanged(part)
         yield from read_chat_jsonl(part, fields, fields.chat, sink, batch_bytes)
-    elif fmt in ("jsonl", "jsonl.gz", "jsonl.zst"):
+    elif fmt in JSONL_FORMATS:
         _check_unchanged(part)
         yield from read_jsonl(part, fields, sink, batch_bytes, use_threads)
     elif fmt in ("parquet", "arrow", "hf_disk"):
