@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 from pathlib import Path
 from typing import Any
@@ -97,19 +98,54 @@ def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: value}
 
 
+def _aligned(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
+    """Stage lists matched by name in order (a stage inserted or removed shifts no other):
+    (index in a, index in b), None on the side a stage is missing from."""
+    pairs: list[tuple[int | None, int | None]] = []
+    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            pairs += [(i1 + k, j1 + k) for k in range(i2 - i1)]
+        else:
+            pairs += [(i, None) for i in range(i1, i2)] + [(None, j) for j in range(j1, j2)]
+    return pairs
+
+
+def _recipe_changes(ra: dict[str, Any], rb: dict[str, Any]) -> list[str]:
+    """Changed recipe keys; stages matched by name, so one added stage is one line."""
+    sa, sb = ra.get("stages", []), rb.get("stages", [])
+    fa = _flatten({k: v for k, v in ra.items() if k != "stages"})
+    fb = _flatten({k: v for k, v in rb.items() if k != "stages"})
+    names_a, names_b = [next(iter(x)) for x in sa], [next(iter(x)) for x in sb]
+    lines = []
+    for i, j in _aligned(names_a, names_b):
+        if j is None:
+            assert i is not None
+            lines.append(f"  stages[{i}].{names_a[i]}: removed")
+        elif i is None:
+            given = {k: v for k, v in sb[j][names_b[j]].items() if v is not None}
+            lines.append(f"  stages[{j}].{names_b[j]}: added" + (f" {given}" if given else ""))
+        else:
+            prefix = f"stages[{j}].{names_b[j]}"
+            fa.update(_flatten(sa[i][names_a[i]], prefix))
+            fb.update(_flatten(sb[j][names_b[j]], prefix))
+    absent = object()
+    changed = [k for k in sorted(set(fa) | set(fb)) if fa.get(k, absent) != fb.get(k, absent)]
+    for key in changed:
+        old = repr(fa[key]) if key in fa else "(absent)"
+        new = repr(fb[key]) if key in fb else "(absent)"
+        lines.append(f"  {key}: {old} -> {new}")
+    return lines
+
+
 def diff(a: Path, b: Path) -> str:
     """Recipe, input and per-stage count differences between two version folders."""
     ma, mb = _manifest(version_folder(a)), _manifest(version_folder(b))
     lines = [f"--- {ma['dataset']} {ma['version']} ({ma['fingerprint'][:12]})"]
     lines.append(f"+++ {mb['dataset']} {mb['version']} ({mb['fingerprint'][:12]})")
-    ra, rb = _flatten(ma["recipe"]), _flatten(mb["recipe"])
-    absent = object()
-    changed = [k for k in sorted(set(ra) | set(rb)) if ra.get(k, absent) != rb.get(k, absent)]
+    changed = _recipe_changes(ma["recipe"], mb["recipe"])
     lines.append("recipe:" if changed else "recipe: same")
-    for key in changed:
-        old = repr(ra[key]) if key in ra else "(absent)"
-        new = repr(rb[key]) if key in rb else "(absent)"
-        lines.append(f"  {key}: {old} -> {new}")
+    lines += changed
     ia = {i["name"]: i["content_hash"] for i in ma["inputs"]}
     ib = {i["name"]: i["content_hash"] for i in mb["inputs"]}
     moved = [n for n in sorted(set(ia) | set(ib)) if ia.get(n) != ib.get(n)]
@@ -118,13 +154,15 @@ def diff(a: Path, b: Path) -> str:
         what = "added" if name not in ia else "removed" if name not in ib else "content changed"
         lines.append(f"  {name}: {what}")
     lines.append("stages (in -> out, removed):")
-    sa = {f"{s['position']}:{s['name']}": s for s in ma["stages"]}
-    sb = {f"{s['position']}:{s['name']}": s for s in mb["stages"]}
-    for label in list(dict.fromkeys([*sa, *sb])):
-        x, y = sa.get(label), sb.get(label)
-        if x is None or y is None:
-            lines.append(f"  {label}: only in {'B' if x is None else 'A'}")
+    sa, sb = ma["stages"], mb["stages"]
+    for i, j in _aligned([x["name"] for x in sa], [y["name"] for y in sb]):
+        if i is None or j is None:
+            only = sa[i] if i is not None else sb[j]
+            label = f"{only['position']}:{only['name']}"
+            lines.append(f"  {label}: only in {'A' if i is not None else 'B'}")
             continue
+        x, y = sa[i], sb[j]
+        label = f"{y['position']}:{y['name']}"
         removed = sorted(set(x["removed"]) | set(y["removed"]))
         deltas = ", ".join(
             f"{r} {x['removed'].get(r, 0):,} -> {y['removed'].get(r, 0):,}"

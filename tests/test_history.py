@@ -45,7 +45,8 @@ def test_log_and_diff(project: Path) -> None:
     assert cli("log", str(project / "out" / "t")) == out
 
     d = cli("diff", str(v1.path), str(v2.path))
-    assert "stages[1].filter_length.min_words: (absent) -> 9" in d
+    assert "  stages[1].filter_length: added {'min_words': 9}" in d.splitlines()
+    assert "exact_dedup" not in d.split("inputs:")[0]  # shifted, not changed
     assert "inputs: same" in d
     d = cli("diff", str(v2.path), str(v3.path))
     assert "recipe: same" in d and "data/a.jsonl: content changed" in d
@@ -68,3 +69,23 @@ def test_log_of_a_folder_without_versions_says_what_to_give(project: Path) -> No
     assert cli("log", str(project / "data")).strip() == (
         f"no versions under {project / 'data'} (an output root or one dataset folder)"
     )
+
+
+def test_diff_matches_stages_by_name_when_one_is_inserted(project: Path) -> None:
+    v1 = curate.run(write_recipe(project, stages=[{"normalize": {}}, {"filter_length": {}}]))
+    stages = [{"normalize": {}}, {"exact_dedup": {}}, {"filter_length": {"min_words": 2}}]
+    v2 = curate.run(write_recipe(project, stages=stages))
+    d = cli("diff", str(v1.path), str(v2.path)).splitlines()
+    recipe = d[d.index("recipe:") + 1 : d.index("inputs: same")]
+    assert recipe == [
+        "  stages[1].exact_dedup: added",
+        "  stages[2].filter_length.min_words: None -> 2",
+    ]
+    counts = d[d.index("stages (in -> out, removed):") + 1 : -1]
+    assert [line.split(":")[0] + ":" + line.split(":")[1] for line in counts] == [
+        "  0:normalize", "  1:exact_dedup", "  2:filter_length"
+    ]  # fmt: skip
+    assert counts[1] == "  1:exact_dedup: only in B" and " vs " in counts[2]
+    v3 = curate.run(write_recipe(project, stages=[{"normalize": {}}]))
+    d = cli("diff", str(v2.path), str(v3.path))
+    assert "  stages[1].exact_dedup: removed" in d and "  stages[2].filter_length: removed" in d
