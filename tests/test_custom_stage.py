@@ -24,3 +24,23 @@ def test_dotted_path_stages(tmp_path: Path) -> None:
     assert version.to_arrow().column("text").to_pylist() == ["KEEP ME"]
     assert version.counts["removed"] == {"0:drop_keyword": {"mentions_keyword": 1}}
     assert "source_sha256" in version.manifest["stages"][0]["software"]
+
+
+def test_a_stage_module_not_on_the_path_says_how_to_make_it_importable(tmp_path: Path) -> None:
+    import pytest
+
+    (tmp_path / "mylab_qa").mkdir()
+    (tmp_path / "mylab_qa" / "__init__.py").write_text("")
+    recipe = write_recipe(tmp_path, stages=[{"mylab_qa.stages:DropKeyword": {}}])
+    with pytest.raises(curate.CurateError) as exc:
+        curate.Recipe.load(recipe)  # tmp_path is not on sys.path, as with the curate command
+    assert str(exc.value).endswith(
+        "No module named 'mylab_qa'; install it, or put the folder holding 'mylab_qa' on PYTHONPATH"
+    )
+    sys.path.insert(0, str(tmp_path))
+    try:  # found, but the module inside is missing: no PYTHONPATH advice
+        with pytest.raises(curate.CurateError) as exc:
+            curate.Recipe.load(recipe)
+        assert str(exc.value).endswith("No module named 'mylab_qa.stages'")
+    finally:
+        sys.path.remove(str(tmp_path))

@@ -38,7 +38,13 @@ def _import(target: str, shown: str) -> type[Stage]:
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise CurateError(f"stage '{shown}': cannot import module '{module_name}': {exc}") from None
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name == module_name.split(".")[0]:
+            # the `curate` command does not import from the current folder (nor should it)
+            hint = f"; install it, or put the folder holding '{exc.name}' on PYTHONPATH"
+        raise CurateError(
+            f"stage '{shown}': cannot import module '{module_name}': {exc}{hint}"
+        ) from None
     obj = getattr(module, attr, None)
     if not (inspect.isclass(obj) and issubclass(obj, Stage)):
         raise CurateError(
