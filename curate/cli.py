@@ -68,9 +68,16 @@ def run(
         change["address"] = address
         engine = loaded.engine.model_copy(update={k: v for k, v in change.items() if v})
         target = loaded.model_copy(update={"engine": engine})
-    version = run_recipe(
-        target, progress=no_progress if quiet else StderrProgress(), workers=workers
-    )
+    try:
+        version = run_recipe(
+            target, progress=no_progress if quiet else StderrProgress(), workers=workers
+        )
+    except KeyboardInterrupt:  # click would print a bare "Aborted!"
+        click.echo(
+            "\ninterrupted: completed partitions are kept; run the same recipe again to resume",
+            err=True,
+        )
+        sys.exit(130)
     if version.up_to_date:
         click.echo(f"{version.dataset} is up to date: {version.name} at {version.path}")
         return
