@@ -54,7 +54,7 @@ def _packed(items: list[str], width: int) -> list[str]:
     """Items joined by commas, as few lines of at most `width` as whole items allow."""
     lines = [""]
     for item in items:
-        if lines[-1] and len(lines[-1]) + len(item) + 2 > width:
+        if lines[-1] and len(lines[-1]) + len(item) + 3 > width:  # ", " now, "," if cut after
             lines[-1] += ","
             lines.append("")
         lines[-1] += f", {item}" if lines[-1] else item

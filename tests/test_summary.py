@@ -46,6 +46,8 @@ def test_long_removal_lists_wrap_at_whole_reasons() -> None:
     assert len(lines) > 1 and all(len(line) <= 54 for line in lines)
     assert ", ".join(line.removesuffix(",") for line in lines) == ", ".join(reasons)
     assert _packed([], 54) == ["-"] and _packed(["x" * 80], 54) == ["x" * 80]
+    for width in range(20, 60):  # the comma closing a line counts too
+        assert all(len(line) <= width for line in _packed(["a" * 8] * 12, width))
 
 
 def test_table_lines_stay_within_the_width(tmp_path: Path) -> None:
