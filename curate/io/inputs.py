@@ -162,11 +162,29 @@ def _describe_folder(path: str, name: str, label: str, check: bool = True) -> In
             raise CurateError(
                 f"{label} is a folder with no .txt or .md files "
                 f"(and no {folders.HF_STATE}, so it is not a saved dataset either)"
+                + _data_files_hint(path, name)
             )
         for m in members if check else ():
             _readable(os.path.join(path, m.rel), f"file {m.rel!r} of {label}")
     size, mtime_ns = folders.totals(members)
     return InputFile(path, name, fmt, size, mtime_ns)
+
+
+def _data_files_hint(path: str, name: str) -> str:
+    """A folder of .jsonl or .arrow files is not a text folder: say how to name them
+    (a folder of a saved dataset's shards is read through the folder above it)."""
+    try:
+        names = sorted(entry.name.lower() for entry in os.scandir(path) if entry.is_file())
+    except OSError:
+        return ""
+    suffix = next((s for n in names for s, _ in _SUFFIXES if n.endswith(s)), None)
+    if suffix is None:
+        return ""
+    parent = os.path.dirname(path.rstrip(os.sep))
+    if os.path.exists(os.path.join(parent, folders.HF_STATE)):
+        saved = Path(name).parent.as_posix()
+        return f"; it holds a saved dataset's shards: name the dataset folder, '{saved}'"
+    return f"; it holds data files: name them with a glob, e.g. '{name}/*{suffix}'"
 
 
 def _dataset_folder_hint(path: str, name: str) -> str:

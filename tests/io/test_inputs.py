@@ -146,6 +146,24 @@ def test_text_folder_without_text_files_fails(tmp_path: Path) -> None:
         discover_inputs(["empty"], tmp_path)
 
 
+def test_a_folder_of_data_files_says_how_to_name_them(tmp_path: Path) -> None:
+    touch(tmp_path / "dump" / "b.jsonl.gz", gzip.compress(b'{"text": "x"}\n'))
+    touch(tmp_path / "dump" / "a.txt.bak", b"x")
+    with pytest.raises(CurateError) as exc:
+        discover_inputs(["dump"], tmp_path)
+    assert str(exc.value).endswith(
+        "it holds data files: name them with a glob, e.g. 'dump/*.jsonl.gz'"
+    )
+    saved = write_hf_folder(tmp_path / "saved", [pa.table({"text": ["a"]})])
+    (saved / "shards").mkdir()
+    (saved / "data-00000-of-00001.arrow").rename(saved / "shards" / "data-00000-of-00001.arrow")
+    with pytest.raises(CurateError) as exc:
+        discover_inputs(["saved/shards"], tmp_path)
+    assert str(exc.value).endswith(
+        "it holds a saved dataset's shards: name the dataset folder, 'saved'"
+    )
+
+
 def test_unreadable_file_fails_before_anything_is_written(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
