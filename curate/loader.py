@@ -114,6 +114,14 @@ class Tokens:
         version.split_shard_paths(self.split)  # an unknown split fails here, by name
         self.tokenizer, self.pack = _tokenizer_record(version)
 
+    def __repr__(self) -> str:
+        split = f" {self.split}" if self.split else ""
+        packed = f", packed {self.pack['seq_len']}" if self.pack.get("seq_len") else ""
+        return (
+            f"Tokens({self.version.dataset} {self.version.name}{split}: {self.num_tokens:,} "
+            f"{self.dtype} tokens{packed}, tokenizer {self.tokenizer['source']})"
+        )
+
     @property
     def fingerprint(self) -> str:
         return str(self.tokenizer["fingerprint"])
@@ -216,6 +224,11 @@ class Tokens:
                 "blocks(): this version's rows hold whole conversations of different lengths; "
                 "read them as rows with rows() or dataset() (position_ids and cu_seqlens keep "
                 "each conversation apart)"
+            )
+        if {"labels", "loss_mask"} & set(self.table.schema.names):
+            raise CurateError(  # blocks would cut conversations apart and lose the loss mask
+                "blocks(): this version holds conversations whose loss is on the assistant's "
+                "tokens only (labels); read them whole with rows() or dataset()"
             )
         seq_len = seq_len or self.pack.get("seq_len")
         if not seq_len:

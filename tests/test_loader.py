@@ -126,3 +126,27 @@ def test_works_as_a_torch_iterable_dataset(built: Path) -> None:
         got = [tuple(row.long().tolist()) for batch in batches for row in batch]
         assert got == [tuple(int(t) for t in b) for b in plain]
         assert batches[0].dtype == torch.uint16 and batches[0].shape == (4, 16)
+
+
+def test_repr_says_what_a_trainer_gets(built: Path) -> None:
+    tokens = open_tokens(built / "packed")
+    assert repr(tokens) == (
+        f"Tokens(packed v1: {tokens.num_tokens:,} uint16 tokens, packed 32, tokenizer {TOKENIZER})"
+    )
+
+
+def test_blocks_refuse_conversations_with_a_loss_mask(tmp_path: Path) -> None:
+    from conftest import REPO
+
+    recipe = write_recipe(
+        tmp_path,
+        inputs=[str(REPO / "sample_data" / "instruct" / "*.jsonl")],
+        chat={"shape": "alpaca"},
+        stages=[{"chat_template": {"source": str(REPO / "sample_data" / "chat" / "tokenizer")}}],
+    )
+    tokens = open_tokens(curate.run(recipe).path)
+    with pytest.raises(curate.CurateError, match=r"loss is on the assistant's tokens only"):
+        tokens.blocks(64)
+    rows = tokens.rows(seed=1)
+    assert len(rows) == tokens.version.counts["written"]
+    assert set(next(iter(rows))) == {"input_ids", "labels"}
