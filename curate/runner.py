@@ -121,7 +121,9 @@ def _engine(recipe: Recipe, workers: int | None) -> Any:
         except ImportError:
             raise CurateError("engine 'ray' needs Ray: pip install 'curate[ray]'") from None
         from curate.engines.ray import RayEngine
+        from curate.engines.ray.connect import check_reachable
 
+        check_reachable(spec.address)  # a mistyped address fails in seconds, not minutes
         return RayEngine(address=spec.address, workers=workers or spec.workers)
     from curate.engines.local import LocalEngine
 
