@@ -254,32 +254,35 @@ class PieceChatTokenizer(ChatTokenizer):
             return empty, empty, empty, empty, {}
         flat, lengths = self.encoder.encode(pieces)
         flat = flat.astype(np.int64)
+        lengths = lengths.astype(np.int64)
         n_pieces = len(pieces)
-        piece_of = np.repeat(np.arange(n_pieces), lengths)
         bounds = np.zeros(n_pieces + 1, np.int64)
         np.cumsum(lengths, out=bounds[1:])
+        nonempty = lengths > 0
         sizes = self.table[flat]
         if self.dummy:
-            sizes[bounds[:-1][lengths > 0]] -= self.dummy
+            sizes[bounds[:-1][nonempty]] -= self.dummy
         blob = "".join(pieces).encode()
         raw_len = np.fromiter((len(p.encode()) for p in pieces), np.int64, n_pieces)
         char_len = np.fromiter(map(len, pieces), np.int64, n_pieces)
         byte_at = np.zeros(n_pieces + 1, np.int64)
         np.cumsum(raw_len, out=byte_at[1:])
-        running = np.cumsum(sizes)
-        before = np.concatenate([[0], running])[bounds[:-1]]  # bytes before each piece
-        local_end = running - before[piece_of]
-        total = np.zeros(n_pieces, np.int64)
-        nonempty = lengths > 0
-        total[nonempty] = local_end[bounds[1:][nonempty] - 1]
-        wrong = (total != raw_len) | (np.bincount(piece_of, sizes < 0, n_pieces) > 0)
+        running = np.cumsum(sizes)  # the blob's byte offsets, if every piece adds up
+        ran = np.concatenate([[0], running])
+        total = ran[bounds[1:]] - ran[bounds[:-1]]  # bytes of each piece's tokens
+        wrong = total != raw_len
+        if sizes.min(initial=0) < 0:  # <unk>: bytes unknown
+            negative = np.flatnonzero(sizes < 0)
+            wrong[np.searchsorted(bounds, negative, side="right") - 1] = True
         bad: dict[int, Unmappable] = {}
         for k in np.flatnonzero(wrong):
             bad.setdefault(
                 piece_conv[k],
                 Unmappable(f"tokens of {raw_len[k]} bytes add up to {int(total[k])}"),
             )
-        byte_end = local_end + byte_at[:-1][piece_of]  # in the blob
+        # with a wrong piece, each piece from its own start, so it moves no other
+        shift_bytes = np.repeat(byte_at[:-1] - ran[bounds[:-1]], lengths) if bad else 0
+        byte_end = running + shift_bytes
         byte_start = byte_end - sizes
         if len(blob) == int(char_len.sum()):  # ASCII: bytes are characters
             char_start, char_end = byte_start, byte_end
@@ -294,8 +297,8 @@ class PieceChatTokenizer(ChatTokenizer):
             )
         char_at = np.zeros(n_pieces + 1, np.int64)
         np.cumsum(char_len, out=char_at[1:])
-        shift = (np.asarray(piece_at, np.int64) - char_at[:-1])[piece_of]
-        return flat, lengths.astype(np.int64), char_start + shift, char_end + shift, bad
+        shift = np.repeat(np.asarray(piece_at, np.int64) - char_at[:-1], lengths)
+        return flat, lengths, char_start + shift, char_end + shift, bad
 
 
 def _byte_lengths(source: TokenizerSource, vocab_size: int) -> np.ndarray:
