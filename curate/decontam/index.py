@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from curate.decontam.words import ngram_keys, normalized_words
 from curate.errors import CurateError
+from curate.sorted_sets import distinct_sorted, sorted_unique, unique_pairs
 
 
 @dataclass
@@ -117,7 +118,7 @@ def build_index(
         text_of = np.repeat(np.arange(len(w.counts)), w.counts)[pos]
         item = items[text_of] + item_base
         n_items = int(items.max()) + 1 if len(items) else 0
-        with_grams = len(np.unique(items[text_of])) if len(pos) else 0
+        with_grams = int(np.count_nonzero(np.bincount(items[text_of], minlength=n_items)))
         stats[bench.name] = {"items": n_items, "items_shorter_than_n": n_items - with_grams}
         item_base += n_items
         all_keys.append(keys)
@@ -127,8 +128,8 @@ def build_index(
     items = np.concatenate(all_items) if all_items else np.zeros(0, np.int64)
     bench_ix = np.concatenate(all_bench) if all_bench else np.zeros(0, np.uint64)
     # items per key (each item once), to drop the n-grams too common to be evidence
-    pairs = np.unique(np.stack([keys, items.astype(np.uint64)], axis=1), axis=0)
-    uniq, item_counts = np.unique(pairs[:, 0], return_counts=True)
+    pair_keys, _ = unique_pairs(keys, items)
+    uniq, item_counts = np.unique(pair_keys, return_counts=True)
     common = uniq[item_counts > max_items]
     boiler = np.zeros(0, np.uint64)
     for path in ignore:
@@ -137,16 +138,16 @@ def build_index(
         except OSError as exc:
             raise CurateError(f"decontaminate: cannot read ignore file {path}: {exc}") from None
         boiler = np.concatenate([boiler, ngram_keys(normalized_words(pa.array([text])), n)[0]])
-    drop = np.union1d(common, boiler)
+    drop = sorted_unique(np.concatenate([common, boiler]))
     keep = ~np.isin(keys, drop)
     keys, bench_ix = keys[keep], bench_ix[keep]
     order = np.argsort(keys, kind="stable")
     keys, bench_ix = keys[order], bench_ix[order]
-    uniq_keys = np.unique(keys)
+    uniq_keys = distinct_sorted(keys)  # sorted just above
     masks = np.zeros(len(uniq_keys), np.uint64)
     group = np.searchsorted(uniq_keys, keys)
     np.bitwise_or.at(masks, group, np.left_shift(np.uint64(1), bench_ix))
     for b, bench in enumerate(benchmarks):
         stats[bench.name]["ngrams"] = int(((masks >> np.uint64(b)) & np.uint64(1)).sum())
-    stats["_all"] = {"too_common": len(common), "ignored": len(np.unique(boiler))}
+    stats["_all"] = {"too_common": len(common), "ignored": len(sorted_unique(boiler))}
     return NGramIndex(uniq_keys, masks, [b.name for b in benchmarks], stats)

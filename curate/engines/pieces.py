@@ -120,22 +120,6 @@ def runs(table: pa.Table, columns: list[str]) -> np.ndarray:
     return new
 
 
-def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct (a, b) pairs, sorted by a then b."""
-    if not len(a):
-        return a, b
-    order = np.lexsort((b, a))
-    a, b = a[order], b[order]
-    keep = np.concatenate([[True], (a[1:] != a[:-1]) | (b[1:] != b[:-1])])
-    return a[keep], b[keep]
-
-
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """`np.unique` by sorting: numpy 2.4's hash-based `np.unique` is ~100x slower on uint64."""
-    values = np.sort(values)
-    return values[np.concatenate([[True], values[1:] != values[:-1]])] if len(values) else values
-
-
 def rows_of(path: Path, columns: list[str], wanted: np.ndarray) -> pa.Table:
     """`_order` and `columns` of the rows of one summary file whose `_order` is wanted."""
     table = read_columns(path, [ORDER, *columns])
