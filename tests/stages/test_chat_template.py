@@ -321,6 +321,33 @@ def test_sandbox_refuses_python_internals(tmp_path: Path) -> None:
     assert stage.process(batch_of([convo])).batch.num_rows == 1
 
 
+def test_loop_counters_read_directly_render_as_the_sandbox_and_the_rest_is_refused() -> None:
+    """`loop.index0`, `loop.first`, ... skip the sandbox's checks (curate.chat.template);
+    they must render what the plain sandbox renders, and loop internals stay refused."""
+    from datetime import datetime
+
+    import jinja2
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    from curate.chat.template import Renderer, TemplateText
+
+    counters = (
+        "{% for m in messages %}{% for c in m['content'] %}{{ loop.index }} {{ loop.index0 }} "
+        "{{ loop.revindex }} {{ loop.revindex0 }} {{ loop.first }} {{ loop.last }} "
+        "{{ loop.length }} {{ loop.depth }} {{ loop.depth0 }} {{ loop.previtem }} "
+        "{{ loop.nextitem }} {{ loop.cycle('a', 'b') }}|{% endfor %}{% endfor %}"
+    )
+    convo = [{"role": "user", "content": "ab"}, {"role": "assistant", "content": "xyz"}]
+    plain = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    expected = plain.from_string(counters).render(messages=convo)
+    rendered = Renderer(TemplateText(counters, "test"), datetime(2026, 1, 1), {})
+    assert rendered.render(convo)[0] == expected
+    for evil in ("loop.__class__.__init__.__globals__", "loop._iterator.__class__.__mro__"):
+        template = "{% for m in messages %}{{ " + evil + " }}{% endfor %}"
+        with pytest.raises(jinja2.exceptions.SecurityError):
+            Renderer(TemplateText(template, "evil"), datetime(2026, 1, 1), {}).render(convo)
+
+
 def test_a_conversation_whose_tokens_cannot_be_placed_is_removed_with_a_reason(
     tmp_path: Path,
 ) -> None:
