@@ -288,13 +288,21 @@ class PieceChatTokenizer(ChatTokenizer):
             char_start, char_end = byte_start, byte_end
         else:
             # the character of byte b: b minus the continuation bytes up to and including b
-            cont = np.flatnonzero((np.frombuffer(blob, np.uint8) & 0xC0) == 0x80)
-            char_start = byte_start - np.searchsorted(cont, byte_start, side="right")
+            # (a running count over the blob: one pass, where a binary search per token
+            # cost more; the last entry answers for the blob's end)
+            cont = np.zeros(len(blob) + 1, np.int64)
+            np.cumsum((np.frombuffer(blob, np.uint8) & 0xC0) == 0x80, out=cont[:-1])
+            cont[-1] = cont[-2] if len(blob) else 0
+
+            # clipped: a wrong piece's tokens may point outside the blob (its conversation
+            # is reported); there the count is all or none, as the binary search answered
+            def before(b: np.ndarray) -> np.ndarray:
+                return cont[np.clip(b, 0, len(blob))]
+
+            char_start = byte_start - before(byte_start)
             # a token that ends inside a character holds that character (as tokenizers says)
             last = byte_end - 1
-            char_end = np.where(
-                sizes > 0, last - np.searchsorted(cont, last, side="right") + 1, char_start
-            )
+            char_end = np.where(sizes > 0, last - before(last) + 1, char_start)
         char_at = np.zeros(n_pieces + 1, np.int64)
         np.cumsum(char_len, out=char_at[1:])
         shift = np.repeat(np.asarray(piece_at, np.int64) - char_at[:-1], lengths)
