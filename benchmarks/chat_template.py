@@ -49,7 +49,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from benchmarks.measure import MIB, Measurement, run_measured, wait_for_quiet
+from benchmarks.measure import MIB, Measurement, run_curate_recipe, run_measured, wait_for_quiet
 from curate.chat.tokens import alternation
 
 ROOT = Path(__file__).resolve().parent
@@ -244,8 +244,6 @@ def digest_shards(paths: list[Path], mask_column: str) -> tuple[str, int]:
 
 
 def run_curate(corpus: Path, tokenizer: Path, out: Path, log: Path) -> tuple[Measurement, str, int]:
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
     recipe = {
         "name": "chat",
         "inputs": [str(corpus / "*.jsonl")],
@@ -255,11 +253,7 @@ def run_curate(corpus: Path, tokenizer: Path, out: Path, log: Path) -> tuple[Mea
         "output": {"root": str(out), "shard_size": "256MB", "rejected": False},
         "engine": {"kind": "local", "workers": 2},
     }
-    path = out / "recipe.yaml"
-    path.write_text(json.dumps(recipe))
-    cli = str(Path(sys.executable).with_name("curate"))
-    m = run_measured([cli, "run", "--quiet", str(path)], log)
-    version = out / "chat" / "v1"
+    m, version = run_curate_recipe(recipe, out, log)
     manifest = json.loads((version / "manifest.json").read_text())
     removed = manifest["counts"].get("removed") or {}
     assert not any(removed.values()), removed

@@ -16,12 +16,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -127,6 +129,17 @@ def run_measured(
         stdout=stdout_path.read_text(),
         foreign_cpu_s=foreign,
     )
+
+
+def run_curate_recipe(recipe: dict[str, Any], out: Path, log: Path) -> tuple[Measurement, Path]:
+    """Write `recipe` into a fresh `out`, run this venv's `curate run` on it under the
+    reaper, and return the measurement and the version folder it published (v1)."""
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    path = out / "recipe.yaml"
+    path.write_text(json.dumps(recipe))  # JSON is YAML
+    cli = str(Path(sys.executable).with_name("curate"))
+    return run_measured([cli, "run", "--quiet", str(path)], log), out / recipe["name"] / "v1"
 
 
 def wait_for_quiet(max_load: float, patience_s: float) -> float:

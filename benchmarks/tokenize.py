@@ -42,7 +42,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
-from benchmarks.measure import MIB, Measurement, run_measured
+from benchmarks.measure import MIB, Measurement, run_curate_recipe, run_measured
 from benchmarks.tokenize_convert import prepare
 
 ROOT = Path(__file__).resolve().parent
@@ -116,8 +116,6 @@ def digest_table_column(paths: list[Path]) -> tuple[str, int]:
 def run_curate(
     tok: str, original: Path, corpus: Path, out: Path, log: Path
 ) -> tuple[Measurement, str, int]:
-    shutil.rmtree(out, ignore_errors=True)
-    out.mkdir(parents=True)
     recipe = {
         "name": "tok",
         "inputs": [str(corpus / "*.jsonl")],
@@ -126,11 +124,7 @@ def run_curate(
         "output": {"root": str(out), "shard_size": "256MB", "rejected": False},
         "engine": {"kind": "local", "workers": 2},
     }
-    path = out / "recipe.yaml"
-    path.write_text(json.dumps(recipe))
-    cli = str(Path(sys.executable).with_name("curate"))
-    m = run_measured([cli, "run", "--quiet", str(path)], log)
-    version = out / "tok" / "v1"
+    m, version = run_curate_recipe(recipe, out, log)
     manifest = json.loads((version / "manifest.json").read_text())
     digest, n = digest_table_column([version / s["path"] for s in manifest["shards"]])
     assert n == manifest["tokens"], (n, manifest["tokens"])
