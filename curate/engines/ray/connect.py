@@ -3,9 +3,10 @@
 `ray.init(address="host:port")` against a host where no Ray head listens retries for
 minutes before raising a `ConnectionError` traceback, and `address="auto"` with no cluster
 on this machine raises one at once. A user who mistyped an address, or forgot `ray start
---head`, should learn that in seconds, before anything is written: `check_reachable` tries
-a plain TCP connection to a `host:port` address first, and `init` turns Ray's own
-`ConnectionError` into a `CurateError` saying how to start a cluster.
+--head`, should learn that in seconds, before anything is written: the runner calls
+`check_reachable` (a plain TCP connection to a `host:port` address) when it chooses the
+engine, and `init` turns Ray's own `ConnectionError` into a `CurateError` saying how to
+start a cluster.
 """
 
 from __future__ import annotations
@@ -49,7 +50,6 @@ def init(address: str | None, **options: Any) -> None:
     """`ray.init`, with a missing cluster reported as a CurateError."""
     import ray
 
-    check_reachable(address)
     try:
         ray.init(address=address, logging_level=logging.WARNING, **options)
     except ConnectionError as exc:
