@@ -12,7 +12,8 @@ Two ways to find the assistant's characters, then one way to map them to tokens:
   after `<|im_end|>`) is left out: the loss is on the content and the end-of-turn token.
 
 Characters become tokens as `transformers` maps them: every token that overlaps a span
-(`curate.chat.tokens.assistant_mask`).
+(`curate.chat.tokens`: decided per piece where a piece lies wholly inside or outside the
+spans, token by token where a span begins or ends inside it).
 """
 
 from __future__ import annotations

@@ -16,10 +16,14 @@ stage's loaders, `curate.tokenizers`):
   rendering, the way transformers' `sanitize_control_tokens` does; the markers are removed
   before encoding.
 
-Character offsets (what the assistant mask is computed from) come from tokenizers
-directly; for the piece-encoded families from each token's length in bytes (a table made
-once per worker), checked against the text: a piece whose tokens do not add up to its
-bytes is reported, never guessed.
+The assistant mask is transformers' overlap rule: 1 on every token that overlaps an
+assistant span. With tokenizer.json it is computed from the library's offsets. For the
+piece-encoded families a piece's tokens cover that piece's characters only, so a piece
+wholly inside a span is all 1 and one outside all 0, with no offsets (most pieces: a
+span usually begins and ends at a special token). Only the pieces a span begins or ends
+inside get each token's characters, from its length in bytes (a table made once per
+worker), checked against the text: a piece whose tokens do not add up to its bytes is
+reported, never guessed.
 """
 
 from __future__ import annotations
@@ -44,13 +48,15 @@ class Unmappable(Exception):
     """A piece's tokens do not add up to its bytes (the tokenizer changed the text)."""
 
 
+Span = tuple[int, int]  # the assistant's [start, end) characters in a rendered text
+
+
 @dataclass
-class Tokens:
-    """One conversation: ids and each token's [start, end) characters in the text."""
+class Encoded:
+    """One conversation: its ids, and 1 on each token the assistant's loss is on."""
 
     ids: np.ndarray  # int64
-    starts: np.ndarray
-    ends: np.ndarray
+    mask: np.ndarray  # uint8
 
 
 class ChatTokenizer(ABC):
@@ -62,8 +68,10 @@ class ChatTokenizer(ABC):
     marks_content: bool  # whether contents must be marked before rendering
 
     @abstractmethod
-    def encode(self, texts: list[str]) -> list[Tokens | Unmappable]:
-        """Texts as rendered (with markers, when `marks_content`)."""
+    def encode(self, texts: list[str], spans: list[list[Span]]) -> list[Encoded | Unmappable]:
+        """Texts as rendered (with markers, when `marks_content`), and each one's assistant
+        spans in the text without markers. The mask follows transformers' assistant mask
+        (`return_assistant_tokens_mask`): 1 on every token that overlaps a span."""
 
     def mark(self, content: str) -> str:
         """A message content with its special-token strings wrapped in markers."""
@@ -132,11 +140,15 @@ class HFChatTokenizer(ChatTokenizer):
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
         self.library = f"tokenizers {tokenizers.__version__} encode_batch"
 
-    def encode(self, texts: list[str]) -> list[Tokens | Unmappable]:
-        out: list[Tokens | Unmappable] = []
-        for enc in self.tok.encode_batch(texts, add_special_tokens=False) if texts else []:
+    def encode(self, texts: list[str], spans: list[list[Span]]) -> list[Encoded | Unmappable]:
+        out: list[Encoded | Unmappable] = []
+        encodings = self.tok.encode_batch(texts, add_special_tokens=False) if texts else []
+        for enc, found in zip(encodings, spans, strict=True):
             offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-            out.append(Tokens(np.asarray(enc.ids, np.int64), offsets[:, 0], offsets[:, 1]))
+            mask = np.zeros(len(offsets), dtype=bool)
+            for start, end in found:
+                mask |= (offsets[:, 1] > start) & (offsets[:, 0] < end)
+            out.append(Encoded(np.asarray(enc.ids, np.int64), mask.astype(np.uint8)))
         return out
 
 
@@ -157,6 +169,7 @@ class PieceChatTokenizer(ChatTokenizer):
         # texts rendered from marked contents; the others are searched with any_special
         # alone, which sre scans about 6x faster (it skips to the specials' first characters)
         self.split = re.compile(f"{OPEN}({alternatives}){CLOSE}|[{OPEN}{CLOSE}]|({alternatives})")
+        self.split_plain = re.compile(f"({alternatives})")
 
     def _ids(self, text: str) -> np.ndarray:
         return self.encoder.encode([text])[0].astype(np.int64)
@@ -165,96 +178,177 @@ class PieceChatTokenizer(ChatTokenizer):
         content = content.replace(OPEN, "").replace(CLOSE, "")
         return self.any_special.sub(lambda m: OPEN + m.group(0) + CLOSE, content)
 
-    def encode(self, texts: list[str]) -> list[Tokens | Unmappable]:
-        pieces: list[str] = []  # text between the template's special tokens, all texts
-        piece_conv: list[int] = []  # the conversation each piece belongs to
-        piece_at: list[int] = []  # where it starts in its conversation (characters)
-        special: list[int] = []  # [id, start, ...] of the template's special tokens
-        items: list[int] = []  # in text order: piece k as k, special j as -1 - j
-        per_conv: list[int] = []  # items per conversation
+    def encode(self, texts: list[str], spans: list[list[Span]]) -> list[Encoded | Unmappable]:
+        if not texts:
+            return []
+        layout = _Layout()
         for c, text in enumerate(texts):
-            first = len(items)
-            buf: list[str] = []
-            at = start = 0  # at: position in the rendered text; start: of the current piece
-            pos = 0  # position in the text without markers
-            marked = OPEN in text or CLOSE in text  # else every match is the template's
-            for m in (self.split if marked else self.any_special).finditer(text):
-                buf.append(text[at : m.start()])
-                pos += m.start() - at
-                at = m.end()
-                if marked:
-                    content_literal, template_special = m.group(1), m.group(2)
-                else:
-                    content_literal, template_special = None, m.group(0)
-                if content_literal is not None:
-                    buf.append(content_literal)
-                    pos += len(content_literal)
-                elif template_special is not None:
-                    if piece := "".join(buf):
-                        items.append(len(pieces))
-                        pieces.append(piece)
-                        piece_conv.append(c)
-                        piece_at.append(start)
-                    buf = []
-                    items.append(-1 - len(special) // 2)
-                    special += (self.specials[template_special], pos)
-                    pos += len(template_special)
-                    start = pos
-            buf.append(text[at:])
-            if piece := "".join(buf):
-                items.append(len(pieces))
-                pieces.append(piece)
-                piece_conv.append(c)
-                piece_at.append(start)
-            per_conv.append(len(items) - first)
-        return self._assemble(pieces, piece_conv, piece_at, special, items, per_conv)
+            if OPEN in text or CLOSE in text:
+                self._cut_marked(text, c, layout)
+            else:  # every special string is the template's: one split in C
+                self._cut(text, c, layout)
+            layout.per_conv.append(len(layout.items) - layout.first)
+            layout.first = len(layout.items)
+            layout.room.append(len(text) + 1)  # the batch coordinate keeps texts apart
+        return self._assemble(layout, spans)
 
-    def _assemble(
-        self, pieces: list[str], piece_conv: list[int], piece_at: list[int], special: list[int],
-        items: list[int], per_conv: list[int],
-    ) -> list[Tokens | Unmappable]:  # fmt: skip
-        """Every piece encoded in one call, each token's characters from its length in
-        bytes, and all tokens scattered to their place in text order (whole-batch numpy)."""
-        p_ids, lengths, p_starts, p_ends, bad = self._piece_tokens(pieces, piece_conv, piece_at)
-        item = np.asarray(items, dtype=np.int64)
+    def _cut(self, text: str, c: int, layout: _Layout) -> None:
+        pos = 0
+        for k, part in enumerate(self.split_plain.split(text)):
+            if k & 1:
+                layout.add_special(self.specials[part], pos, len(part))
+            elif part:
+                layout.add_piece(part, c, pos)
+            pos += len(part)
+
+    def _cut_marked(self, text: str, c: int, layout: _Layout) -> None:
+        """Special strings between markers are content (text); the others the template's."""
+        buf: list[str] = []
+        at = start = 0  # at: position in the rendered text; start: of the current piece
+        pos = 0  # position in the text without markers
+        for m in self.split.finditer(text):
+            buf.append(text[at : m.start()])
+            pos += m.start() - at
+            at = m.end()
+            content_literal, template_special = m.group(1), m.group(2)
+            if content_literal is not None:
+                buf.append(content_literal)
+                pos += len(content_literal)
+            elif template_special is not None:
+                if piece := "".join(buf):
+                    layout.add_piece(piece, c, start)
+                buf = []
+                layout.add_special(self.specials[template_special], pos, len(template_special))
+                pos += len(template_special)
+                start = pos
+        buf.append(text[at:])
+        if piece := "".join(buf):
+            layout.add_piece(piece, c, start)
+
+    def _assemble(self, layout: _Layout, spans: list[list[Span]]) -> list[Encoded | Unmappable]:
+        """Every piece encoded in one call; the mask decided per piece where the piece lies
+        wholly inside or outside the assistant's spans (no token offsets needed: a piece's
+        tokens cover its characters only), and from each token's characters for the pieces
+        a span begins or ends inside; then all tokens put in text order (whole-batch numpy)."""
+        pieces = layout.pieces
+        empty = np.empty(0, np.int64)
+        if pieces:
+            flat, lengths = self.encoder.encode(pieces)
+            flat, lengths = flat.astype(np.int64), lengths.astype(np.int64)
+        else:
+            flat, lengths = empty, empty
+        item = np.asarray(layout.items, dtype=np.int64)
         is_piece = item >= 0
+        n_conv = len(layout.per_conv)
+        per_conv = np.asarray(layout.per_conv, dtype=np.int64)
+        # each item's [start, end) characters, in one coordinate for the whole batch
+        base = np.zeros(n_conv + 1, np.int64)
+        np.cumsum(np.asarray(layout.room, dtype=np.int64), out=base[1:])
+        conv = np.repeat(np.arange(n_conv), per_conv)
+        p_at = np.asarray(layout.piece_at, dtype=np.int64)
+        p_len = np.fromiter(map(len, pieces), np.int64, len(pieces))
+        sp = np.asarray(layout.special, dtype=np.int64).reshape(-1, 3)
+        start = np.empty(len(item), np.int64)
+        end = np.empty(len(item), np.int64)
+        start[is_piece], end[is_piece] = p_at, p_at + p_len
+        start[~is_piece], end[~is_piece] = sp[:, 1], sp[:, 1] + sp[:, 2]
+        start += base[conv]
+        end += base[conv]
+        s, e, regular = _global_spans(spans, base)
+        # the overlap rule per item: a span overlaps it, or holds it (the spans sorted and
+        # disjoint: the first one ending after the item's start is the only candidate)
+        overlaps = np.zeros(len(item), bool)
+        inside = np.zeros(len(item), bool)
+        at_span_start = np.zeros(len(item), bool)
+        if len(s):
+            j = np.searchsorted(e, start, side="right")
+            jj = np.minimum(j, len(s) - 1)
+            overlaps = (j < len(s)) & (s[jj] < end)
+            inside = overlaps & (s[jj] <= start) & (end <= e[jj]) & (end > start)
+            at_span_start = inside & (s[jj] == start)
+        irregular = ~regular[conv]  # their spans are not in s, e: decided token by token
+        piece_inside = inside[is_piece]
+        piece_mask = np.repeat(piece_inside, lengths).astype(np.uint8)
+        if self.dummy and len(flat):
+            # SentencePiece's prefix space as a token of its own has no characters: at a
+            # span's first character it overlaps nothing (the overlap rule), so it is off
+            first = np.zeros(len(pieces), np.int64)
+            np.cumsum(lengths[:-1], out=first[1:])
+            head = first[at_span_start[is_piece] & (lengths > 0)]
+            piece_mask[head[self.table[flat[head]] == self.dummy]] = 0
+        bad: dict[int, Unmappable] = {}
+        straddle = is_piece & ((overlaps & ~inside) | irregular)
+        if straddle.any():
+            chosen = item[straddle]
+            bad = self._token_mask(layout, flat, lengths, chosen, spans, (s, e, base, regular),
+                                   piece_mask)  # fmt: skip
+        special_mask = overlaps[~is_piece].astype(np.uint8)
+        for k in np.flatnonzero(irregular[~is_piece]):
+            _, at, length = (int(v) for v in sp[k])
+            found = spans[int(conv[~is_piece][k])]
+            special_mask[k] = any(b > at and a < at + length for a, b in found)
+        # all tokens in text order
         size = np.ones(len(item), np.int64)
         size[is_piece] = lengths
         offset = np.zeros(len(item) + 1, np.int64)
         np.cumsum(size, out=offset[1:])
         total = int(offset[-1])
         ids = np.empty(total, np.int64)
-        starts = np.empty(total, np.int64)
-        ends = np.empty(total, np.int64)
-        if len(p_ids):
-            first = np.zeros(len(lengths), np.int64)
-            np.cumsum(lengths[:-1], out=first[1:])
-            dest = np.arange(len(p_ids)) + np.repeat(offset[:-1][is_piece] - first, lengths)
-            ids[dest], starts[dest], ends[dest] = p_ids, p_starts, p_ends
-        if special:
-            sp = np.asarray(special, dtype=np.int64).reshape(-1, 2)
+        mask = np.empty(total, np.uint8)
+        if len(flat):
+            first_tok = np.zeros(len(lengths), np.int64)
+            np.cumsum(lengths[:-1], out=first_tok[1:])
+            dest = np.arange(len(flat)) + np.repeat(offset[:-1][is_piece] - first_tok, lengths)
+            ids[dest], mask[dest] = flat, piece_mask
+        if len(sp):
             dest = offset[:-1][~is_piece]
-            ids[dest], starts[dest] = sp[:, 0], sp[:, 1]
-            ends[dest] = sp[:, 1] + self.table[sp[:, 0]]  # the special string's length
-        item_end = np.cumsum(np.asarray(per_conv, dtype=np.int64))
-        cuts = offset[item_end[:-1]]
-        rows = np.stack([ids, starts, ends])
-        out: list[Tokens | Unmappable] = [Tokens(*r) for r in np.split(rows, cuts, axis=1)]
+            ids[dest], mask[dest] = sp[:, 0], special_mask
+        cuts = offset[np.cumsum(per_conv)[:-1]]
+        out: list[Encoded | Unmappable] = [
+            Encoded(i, m) for i, m in zip(np.split(ids, cuts), np.split(mask, cuts), strict=True)
+        ]
         for c, exc in bad.items():
             out[c] = exc
         return out
 
-    def _piece_tokens(
-        self, pieces: list[str], piece_conv: list[int], piece_at: list[int]
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[int, Unmappable]]:
-        """(ids, tokens per piece, start, end in its conversation) of every piece token,
-        and the conversations whose pieces' tokens do not add up to their bytes."""
-        empty = np.empty(0, np.int64)
-        if not pieces:
-            return empty, empty, empty, empty, {}
-        flat, lengths = self.encoder.encode(pieces)
-        flat = flat.astype(np.int64)
-        lengths = lengths.astype(np.int64)
+    def _token_mask(
+        self, layout: _Layout, flat: np.ndarray, lengths: np.ndarray, chosen: np.ndarray,
+        spans: list[list[Span]], batch_spans: tuple[np.ndarray, ...], out: np.ndarray,
+    ) -> dict[int, Unmappable]:  # fmt: skip
+        """The overlap rule token by token for the `chosen` pieces (written into `out`),
+        from each token's characters; the conversations whose chosen pieces' tokens do not
+        add up to their bytes are returned, never guessed."""
+        first = np.zeros(len(lengths), np.int64)
+        np.cumsum(lengths[:-1], out=first[1:])
+        sub_lengths = lengths[chosen]
+        sub_first = np.zeros(len(chosen), np.int64)
+        np.cumsum(sub_lengths[:-1], out=sub_first[1:])
+        shift = np.repeat(first[chosen] - sub_first, sub_lengths)
+        token = np.arange(int(sub_lengths.sum())) + shift  # their places in `flat`
+        pieces = [layout.pieces[k] for k in chosen]
+        convs = [layout.piece_conv[k] for k in chosen]
+        at = [layout.piece_at[k] for k in chosen]
+        starts, ends, bad = self._offsets(pieces, convs, at, flat[token], sub_lengths)
+        s, e, base, regular = batch_spans
+        tconv = np.repeat(np.asarray(convs, dtype=np.int64), sub_lengths)  # sorted
+        hit = np.zeros(len(token), bool)
+        if len(s):
+            g_start, g_end = starts + base[tconv], ends + base[tconv]
+            j = np.searchsorted(e, g_start, side="right")
+            hit = (j < len(s)) & (s[np.minimum(j, len(s) - 1)] < g_end)
+        for c in np.unique(tconv[~regular[tconv]]):
+            lo, hi = np.searchsorted(tconv, [c, c + 1])
+            for a, b in spans[c]:
+                hit[lo:hi] |= (ends[lo:hi] > a) & (starts[lo:hi] < b)
+        out[token] = hit
+        return bad
+
+    def _offsets(
+        self, pieces: list[str], piece_conv: list[int], piece_at: list[int], flat: np.ndarray,
+        lengths: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, dict[int, Unmappable]]:  # fmt: skip
+        """Each token's [start, end) characters in its conversation, from its length in
+        bytes, and the conversations whose pieces' tokens do not add up to their bytes."""
         n_pieces = len(pieces)
         bounds = np.zeros(n_pieces + 1, np.int64)
         np.cumsum(lengths, out=bounds[1:])
@@ -306,7 +400,54 @@ class PieceChatTokenizer(ChatTokenizer):
         char_at = np.zeros(n_pieces + 1, np.int64)
         np.cumsum(char_len, out=char_at[1:])
         shift = np.repeat(np.asarray(piece_at, np.int64) - char_at[:-1], lengths)
-        return flat, lengths, char_start + shift, char_end + shift, bad
+        return char_start + shift, char_end + shift, bad
+
+
+class _Layout:
+    """A batch of rendered texts cut at the template's special tokens, in text order."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []  # text between the template's special tokens
+        self.piece_conv: list[int] = []  # the conversation each piece belongs to
+        self.piece_at: list[int] = []  # where it starts in its conversation (characters)
+        self.special: list[int] = []  # [id, start, length, ...] of the template's specials
+        self.items: list[int] = []  # in text order: piece k as k, special j as -1 - j
+        self.per_conv: list[int] = []  # items per conversation
+        self.room: list[int] = []  # characters each conversation takes in the batch
+        self.first = 0
+
+    def add_piece(self, piece: str, conv: int, at: int) -> None:
+        self.items.append(len(self.pieces))
+        self.pieces.append(piece)
+        self.piece_conv.append(conv)
+        self.piece_at.append(at)
+
+    def add_special(self, token_id: int, at: int, length: int) -> None:
+        self.items.append(-1 - len(self.special) // 3)
+        self.special += (token_id, at, length)
+
+
+def _global_spans(
+    spans: list[list[Span]], base: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """All conversations' spans in the batch coordinate, sorted, with which conversations
+    have spans that are sorted, disjoint and not empty (`regular`): for those, one binary
+    search tells the spans an item overlaps. The others are decided token by token."""
+    regular = np.ones(len(spans), bool)
+    starts: list[int] = []
+    ends: list[int] = []
+    for c, found in enumerate(spans):
+        previous = -1
+        for a, b in found:
+            if a < previous or b <= a:
+                regular[c] = False
+                break
+            previous = b
+        else:
+            shift = int(base[c])
+            starts += (a + shift for a, _ in found)
+            ends += (b + shift for _, b in found)
+    return np.asarray(starts, np.int64), np.asarray(ends, np.int64), regular
 
 
 def _byte_lengths(source: TokenizerSource, vocab_size: int) -> np.ndarray:
@@ -337,12 +478,3 @@ def _byte_lengths(source: TokenizerSource, vocab_size: int) -> np.ndarray:
     for token, rank in read_ranks(source.main).items():
         table[rank] = len(token)
     return table
-
-
-def assistant_mask(tokens: Tokens, spans: list[tuple[int, int]]) -> np.ndarray:
-    """1 on every token that overlaps an assistant span, as transformers' assistant mask
-    (`return_assistant_tokens_mask`) marks them."""
-    mask = np.zeros(len(tokens.ids), dtype=bool)
-    for start, end in spans:
-        mask |= (tokens.ends > start) & (tokens.starts < end)
-    return mask.astype(np.uint8)

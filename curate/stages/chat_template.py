@@ -33,7 +33,6 @@ from curate.chat.tokens import (
     ChatTokenizer,
     Unmappable,
     alternation,
-    assistant_mask,
     load_chat_tokenizer,
     vocab_size,
 )
@@ -278,12 +277,12 @@ class ChatTemplate(MapStage):
             rows.append(row)
         ids_out, masks_out, kept = [], [], []
         truncated = 0
-        for row, tokens, found in zip(rows, tok.encode(texts), spans, strict=True):
-            if isinstance(tokens, Unmappable):
+        for row, encoded in zip(rows, tok.encode(texts, spans), strict=True):
+            if isinstance(encoded, Unmappable):
                 removed_rows.append(row)
-                reasons.append(f"token_offsets_unmappable: {tokens}")
+                reasons.append(f"token_offsets_unmappable: {encoded}")
                 continue
-            ids, mask = tokens.ids, assistant_mask(tokens, found)
+            ids, mask = encoded.ids, encoded.mask
             if self.p.max_len is not None and len(ids) > self.p.max_len:
                 if self.p.overlong == "drop":
                     removed_rows.append(row)

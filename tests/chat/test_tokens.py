@@ -1,0 +1,80 @@
+"""curate.chat.tokens: the assistant mask decided per piece equals the mask token by token.
+
+Most pieces of a rendered conversation lie wholly inside or outside the assistant's spans,
+and their mask is decided without token offsets; the others (a span begins or ends inside)
+and every conversation whose spans are not sorted and disjoint are decided token by token,
+from each token's characters. Both must give transformers' overlap rule, so the same texts
+and spans are encoded twice, once with each conversation's spans made irregular (a
+duplicate span, or an empty one: the union is unchanged) to force the token-by-token path.
+Spans are drawn at random: on piece edges (SentencePiece's lone prefix-space token at a
+span's first character overlaps nothing), and anywhere, inside multi-byte characters'
+neighbourhoods too. The identity with the references is in tests/stages/test_chat_template.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from curate.chat.tokens import Encoded, Span, load_chat_tokenizer
+from curate.tokenizers.source import resolve_source
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from chat_fixtures import TEMPLATES, mistral_tokenizer
+
+WORDS = ["1 2 3", "hello", " spaced", "naïve café", "日本語", "x\ny", "def f():\n    return 1",
+         "[INST]", "</s>", "  ", "!", "é"]  # fmt: skip
+
+
+def texts_and_spans(rng: random.Random, n: int) -> tuple[list[str], list[list[Span]]]:
+    texts, spans = [], []
+    for _ in range(n):
+        parts, edges = ["<s>"], [3]
+        for _ in range(rng.randint(1, 4)):
+            user = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
+            answer = " ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 4)))
+            parts += ["[INST] ", user, " [/INST]"]
+            edges.append(sum(map(len, parts)))
+            parts += [answer, "</s>"]
+            edges.append(sum(map(len, parts)))
+            parts.append(rng.choice(["", "", "1 2", "3"]))  # SentencePiece: "▁" alone, then "1"
+        text = "".join(parts)
+        points = sorted({rng.choice(edges) if rng.random() < 0.6 else rng.randrange(len(text) + 1)
+                         for _ in range(rng.choice([0, 2, 4, 6]))})  # fmt: skip
+        found = [(a, b) for a, b in zip(points[::2], points[1::2], strict=False) if b > a]
+        texts.append(text)
+        spans.append(found)
+    return texts, spans
+
+
+def irregular(found: list[Span]) -> list[Span]:
+    return [*found, found[-1]] if found else [(0, 0)]
+
+
+@pytest.mark.parametrize("name", ["tokenizer.model.v1", "tekken_240911.json"])
+def test_mask_by_piece_equals_mask_by_token(tmp_path: Path, name: str) -> None:
+    folder = mistral_tokenizer(tmp_path / "tok", name, TEMPLATES["mistral"])
+    tok = load_chat_tokenizer(resolve_source(str(folder), str(tmp_path)))
+    texts, spans = texts_and_spans(random.Random(5), 400)
+    fast = tok.encode(texts, spans)
+    slow = tok.encode(texts, [irregular(s) for s in spans])
+    marked = 0
+    for a, b in zip(fast, slow, strict=True):
+        assert isinstance(a, Encoded) and isinstance(b, Encoded)
+        assert np.array_equal(a.ids, b.ids)
+        assert np.array_equal(a.mask, b.mask)
+        marked += int(a.mask.sum())
+    assert 0 < marked < sum(len(a.ids) for a in fast if isinstance(a, Encoded))
+
+
+def test_empty_batch_and_a_conversation_without_spans(tmp_path: Path) -> None:
+    folder = mistral_tokenizer(tmp_path / "tok", "tekken_240911.json", TEMPLATES["mistral"])
+    tok = load_chat_tokenizer(resolve_source(str(folder), str(tmp_path)))
+    assert tok.encode([], []) == []
+    [only] = tok.encode(["<s>[INST] a [/INST]b</s>"], [[]])
+    assert isinstance(only, Encoded)
+    assert only.mask.tolist() == [0] * len(only.ids)
