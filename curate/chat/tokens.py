@@ -28,7 +28,6 @@ reported, never guessed.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from abc import ABC, abstractmethod
@@ -38,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from curate.tokenizers.encoders import load_encoder
+from curate.tokenizers.encoders import Encoder, load_encoder
 from curate.tokenizers.source import TokenizerSource
 
 OPEN, CLOSE = "\ue000", "\ue001"  # wrap special-token strings found in message contents
@@ -55,7 +54,7 @@ Span = tuple[int, int]  # the assistant's [start, end) characters in a rendered 
 class Encoded:
     """One conversation: its ids, and 1 on each token the assistant's loss is on."""
 
-    ids: np.ndarray  # int64
+    ids: np.ndarray  # an unsigned or signed integer type: every id fits int32
     mask: np.ndarray  # uint8
 
 
@@ -105,6 +104,20 @@ def _trie_regex(node: dict[str, Any]) -> str:
     body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
     # greedy: a longer special wins over one it begins with (as tokenizers matches them)
     return f"(?:{body})?" if ends_here else body
+
+
+def re2_alternation(strings: Iterable[str]) -> str:
+    """The same strings for Arrow's RE2 (`pyarrow.compute.match_substring_regex`, which
+    scans a whole column in C): ASCII other than letters and digits written as `\\x{..}`,
+    so no character is read as syntax; RE2 needs no trie (it is automaton-based)."""
+
+    def literal(text: str) -> str:
+        return "".join(
+            ch if not ch.isascii() or ch.isalnum() else f"\\x{{{ord(ch):x}}}" for ch in text
+        )
+
+    found = sorted({t for t in strings if t}, key=lambda t: (-len(t), t))
+    return "|".join(map(literal, found)) if found else ""
 
 
 def vocab_size(source: TokenizerSource) -> int:
@@ -160,7 +173,7 @@ class PieceChatTokenizer(ChatTokenizer):
         self.specials = dict(self.encoder.special)
         self.vocab_size = self.encoder.vocab_size
         self.library = self.encoder.library
-        self.table = _byte_lengths(source, self.vocab_size)
+        self.table = _byte_lengths(source, self.encoder, self.vocab_size)
         for token, i in self.specials.items():
             self.table[i] = len(token.encode())
         self.dummy = int(self.table[self._ids("x")].sum()) - 1  # SentencePiece's prefix space
@@ -233,10 +246,10 @@ class PieceChatTokenizer(ChatTokenizer):
         pieces = layout.pieces
         empty = np.empty(0, np.int64)
         if pieces:
-            flat, lengths = self.encoder.encode(pieces)
-            flat, lengths = flat.astype(np.int64), lengths.astype(np.int64)
+            flat, lengths = self.encoder.encode(pieces)  # uint32 ids: half the traffic
+            lengths = lengths.astype(np.int64)
         else:
-            flat, lengths = empty, empty
+            flat, lengths = empty.astype(np.uint32), empty
         item = np.asarray(layout.items, dtype=np.int64)
         is_piece = item >= 0
         n_conv = len(layout.per_conv)
@@ -293,7 +306,7 @@ class PieceChatTokenizer(ChatTokenizer):
         offset = np.zeros(len(item) + 1, np.int64)
         np.cumsum(size, out=offset[1:])
         total = int(offset[-1])
-        ids = np.empty(total, np.int64)
+        ids = np.empty(total, np.uint32)
         mask = np.empty(total, np.uint8)
         if len(flat):
             first_tok = np.zeros(len(lengths), np.int64)
@@ -450,7 +463,7 @@ def _global_spans(
     return np.asarray(starts, np.int64), np.asarray(ends, np.int64), regular
 
 
-def _byte_lengths(source: TokenizerSource, vocab_size: int) -> np.ndarray:
+def _byte_lengths(source: TokenizerSource, encoder: Encoder, vocab_size: int) -> np.ndarray:
     """How many bytes of text each id stands for (special ids are set by the caller)."""
     table = np.zeros(vocab_size, np.int64)
     if source.kind == "sentencepiece":
@@ -465,16 +478,7 @@ def _byte_lengths(source: TokenizerSource, vocab_size: int) -> np.ndarray:
             else:
                 table[i] = -(1 << 30)  # <unk> in a piece: its bytes are unknown
         return table
-    if source.kind == "tekken":
-        data = json.loads(source.main.read_text(encoding="utf-8"))
-        offset = int(data["config"]["default_num_special_tokens"])
-        for entry in data["vocab"][: vocab_size - offset]:
-            b64 = entry["token_bytes"]  # its decoded length, without decoding it
-            padding = len(b64) - len(b64.rstrip("="))
-            table[offset + int(entry["rank"])] = 3 * len(b64) // 4 - padding
-        return table
-    from curate.tokenizers.tiktoken_bpe import read_ranks
+    from curate.tokenizers.tiktoken_bpe import BPEEncoder
 
-    for token, rank in read_ranks(source.main).items():
-        table[rank] = len(token)
-    return table
+    assert isinstance(encoder, BPEEncoder), encoder
+    return encoder.token_bytes()  # tekken and tiktoken: from the ranks in memory

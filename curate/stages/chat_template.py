@@ -17,13 +17,13 @@ alternate) removes the conversation with the template's message as the reason.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 from importlib import metadata
 from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
 from curate.chat.mask import NotPrefixStable, prefix_spans, unmarked_spans
@@ -32,8 +32,8 @@ from curate.chat.template import Renderer, TemplateText, find_template, special_
 from curate.chat.tokens import (
     ChatTokenizer,
     Unmappable,
-    alternation,
     load_chat_tokenizer,
+    re2_alternation,
     vocab_size,
 )
 from curate.io.batches import ID
@@ -180,15 +180,14 @@ class ChatTemplate(MapStage):
     def setup(self) -> None:
         self._loaded()
 
-    def _loaded(self) -> tuple[ChatTokenizer, Renderer, re.Pattern[str] | None]:
+    def _loaded(self) -> tuple[ChatTokenizer, Renderer, str]:
         found = self.__dict__.get("_loaded_objects")
         if found is None:
             tok = load_chat_tokenizer(self.source, self.p.threads or self._default_threads())
             variables = {**special_tokens_map(self.source), **self.p.variables}
             now = datetime.fromisoformat(self.p.now)
             renderer = Renderer(self.template, now, variables)
-            pattern = re.compile(alternation(tok.specials)) if tok.specials else None
-            found = (tok, renderer, pattern)
+            found = (tok, renderer, re2_alternation(tok.specials))
             self.__dict__["_loaded_objects"] = found
         return found
 
@@ -253,17 +252,15 @@ class ChatTemplate(MapStage):
     def process(self, batch: pa.RecordBatch) -> StageResult:
         import jinja2
 
-        tok, _, pattern = self._loaded()
-        conversations = batch.column(MESSAGES).to_pylist()
+        tok, _, specials = self._loaded()
+        column = batch.column(MESSAGES)
+        has_special = _contents_matching(column, specials)
+        conversations = column.to_pylist()
         texts, spans, rows, removed_rows, reasons = [], [], [], [], []
-        special_in_content = 0
         for row, messages in enumerate(conversations):
-            has_special = pattern is not None and any(
-                pattern.search(m["content"]) for m in messages
-            )
-            special_in_content += has_special
             try:
-                text, found = self._render(messages, marked=has_special and tok.marks_content)
+                marked = tok.marks_content and bool(has_special[row])
+                text, found = self._render(messages, marked=marked)
             except jinja2.exceptions.TemplateError as exc:
                 removed_rows.append(row)
                 reasons.append(f"template_error: {str(exc)[:200]}")
@@ -303,7 +300,10 @@ class ChatTemplate(MapStage):
             order = np.argsort(removed_rows, kind="stable")
             gone = batch.column(ID).take(pa.array(np.asarray(removed_rows)[order]))
             removed = rejected_table(self.name, gone, [reasons[i] for i in order])
-        counters = {"truncated": truncated, "content_has_special_token_text": special_in_content}
+        counters = {
+            "truncated": truncated,
+            "content_has_special_token_text": int(has_special.sum()),
+        }
         return StageResult(out, removed=removed, counters={k: v for k, v in counters.items() if v})
 
     def _columns(
@@ -324,13 +324,25 @@ class ChatTemplate(MapStage):
             pa.field(TOKENS, pa.list_(id_t)), pa.ListArray.from_arrays(pa.array(offsets), values)
         )
         if self.p.mask == "labels":
-            labels = np.where(flat_mask.astype(bool), flat, IGNORE).astype(np.int32)
+            labels = flat.astype(np.int32)
+            labels[flat_mask == 0] = IGNORE
             column, name = pa.ListArray.from_arrays(pa.array(offsets), pa.array(labels)), LABELS
         else:
             column = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat_mask, pa.uint8()))
             name = LOSS_MASK
         batch = batch.append_column(pa.field(name, column.type), column)
         return batch.append_column(NUM_TOKENS, pa.array(lengths.astype(np.int32)))
+
+
+def _contents_matching(column: pa.Array, pattern: str) -> np.ndarray:
+    """Which conversations hold a special-token string in some message's content: one RE2
+    scan of the batch's contents (`pattern` from `re2_alternation`; empty: none can)."""
+    if not pattern or len(column) == 0:
+        return np.zeros(len(column), bool)
+    contents = pc.struct_field(column.flatten(), "content")
+    hit = pc.match_substring_regex(contents, pattern).to_numpy(zero_copy_only=False)
+    parents = pc.list_parent_indices(column).to_numpy()
+    return np.bincount(parents[hit], minlength=len(column)) > 0
 
 
 def _version(lib: str) -> str:

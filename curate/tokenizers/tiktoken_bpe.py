@@ -26,17 +26,27 @@ _TEKKEN_LEGACY_SPECIAL = {"<unk>": 0, "<s>": 1, "</s>": 2, "[INST]": 3, "[/INST]
 
 
 @dataclass
-class _BPEEncoder(Encoder):
+class BPEEncoder(Encoder):
     """Built in two steps: what the manifest needs (cheap), then tiktoken's encoder, only
     where documents are encoded (`warm`), so the driver never builds it."""
 
-    _build: Any = None  # () -> tiktoken.Encoding
+    _build: Any = None  # () -> (tiktoken.Encoding, bytes per rank)
     _enc: Any = None
     offset: int = 0
+    _rank_bytes: np.ndarray | None = None
 
     def warm(self) -> None:
         if self._enc is None:
-            self._enc = self._build()
+            self._enc, self._rank_bytes = self._build()
+
+    def token_bytes(self) -> np.ndarray:
+        """How many bytes each id stands for, from the ranks already in memory (0 for the
+        special ids): what chat_template's token offsets are computed from."""
+        self.warm()
+        assert self._rank_bytes is not None
+        out = np.zeros(self.vocab_size, np.int64)
+        out[self.offset : self.offset + len(self._rank_bytes)] = self._rank_bytes
+        return out
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         self.warm()
@@ -48,7 +58,7 @@ class _BPEEncoder(Encoder):
 
 
 @dataclass
-class TekkenEncoder(_BPEEncoder):
+class TekkenEncoder(BPEEncoder):
     @classmethod
     def load(cls, source: TokenizerSource, threads: int, warm: bool = False) -> TekkenEncoder:
         """`warm`: also build the encoder now, from the same parse of the file (workers)."""
@@ -67,7 +77,7 @@ class TekkenEncoder(_BPEEncoder):
             else dict(_TEKKEN_LEGACY_SPECIAL)
         )
         inner = vocab_size - num_special
-        enc = _tekken_encoding(source, data, inner) if warm else None
+        enc, rank_bytes = _tekken_encoding(source, data, inner) if warm else (None, None)
         del data
         return cls(
             source=source,
@@ -80,11 +90,12 @@ class TekkenEncoder(_BPEEncoder):
             ),
             _build=lambda: _tekken_encoding(source, None, inner),
             _enc=enc,
+            _rank_bytes=rank_bytes,
             offset=num_special,
         )
 
 
-def _tekken_encoding(source: TokenizerSource, data: Any, inner: int) -> Any:
+def _tekken_encoding(source: TokenizerSource, data: Any, inner: int) -> tuple[Any, np.ndarray]:
     import tiktoken
 
     if data is None:
@@ -93,9 +104,19 @@ def _tekken_encoding(source: TokenizerSource, data: Any, inner: int) -> Any:
     if sorted(ranks.values()) != list(range(inner)):
         raise CurateError(f"tekken file {source.main}: ranks are not 0..{inner - 1}")
     pattern = data["config"]["pattern"]
-    return tiktoken.Encoding(
+    enc = tiktoken.Encoding(
         name=source.main.stem, pat_str=pattern, mergeable_ranks=ranks, special_tokens={}
     )
+    return enc, rank_bytes(ranks)
+
+
+def rank_bytes(ranks: dict[bytes, int]) -> np.ndarray:
+    """Each rank's length in bytes, indexed by rank."""
+    out = np.zeros(max(ranks.values(), default=-1) + 1, np.int64)
+    out[np.fromiter(ranks.values(), np.int64, len(ranks))] = np.fromiter(
+        map(len, ranks), np.int64, len(ranks)
+    )
+    return out
 
 
 def read_ranks(path: Any) -> dict[bytes, int]:
@@ -129,7 +150,7 @@ def _preset(name: str) -> tuple[str, dict[str, int]] | None:
 
 
 @dataclass
-class TiktokenEncoder(_BPEEncoder):
+class TiktokenEncoder(BPEEncoder):
     pattern: str = ""
 
     @classmethod
@@ -162,5 +183,6 @@ class TiktokenEncoder(_BPEEncoder):
             special=special,
             defaults=config_defaults(source, ModelDefaults(None, eos, False, "tiktoken: no BOS")),
             _enc=enc,
+            _rank_bytes=rank_bytes(ranks),
             pattern=pat,
         )

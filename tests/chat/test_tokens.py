@@ -78,3 +78,26 @@ def test_empty_batch_and_a_conversation_without_spans(tmp_path: Path) -> None:
     [only] = tok.encode(["<s>[INST] a [/INST]b</s>"], [[]])
     assert isinstance(only, Encoded)
     assert only.mask.tolist() == [0] * len(only.ids)
+
+
+def test_re2_alternation_finds_what_the_python_alternation_finds() -> None:
+    """The stage scans contents with Arrow's RE2 and cuts texts with Python's `re`: both
+    must see the same special strings, regex syntax and non-ASCII included."""
+    import re
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from curate.chat.tokens import alternation, re2_alternation
+
+    specials = ["<s>", "</s>", "[INST]", "<|im_end|>", "a.b*", "x\ny", "<｜begin▁of▁sentence｜>",
+                "\\d", "(?:", "{2}", "$^"]  # fmt: skip
+    rng = random.Random(3)
+    alphabet = "<>/[]|_.*\\(?:){}$^ads2xyn\n▁｜é"
+    texts = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12))) for _ in range(3000)]
+    texts += [f"pre {s} post" for s in specials]
+    python = re.compile(alternation(specials))
+    got = pc.match_substring_regex(pa.array(texts), re2_alternation(specials)).to_pylist()
+    assert got == [python.search(t) is not None for t in texts]
+    assert sum(got) > 30
+    assert re2_alternation([]) == ""
