@@ -194,49 +194,37 @@ class PieceChatTokenizer(ChatTokenizer):
     def encode(self, texts: list[str], spans: list[list[Span]]) -> list[Encoded | Unmappable]:
         if not texts:
             return []
-        layout = _Layout()
+        parts: list[str] = []  # per text: piece, special, piece, ..., piece (pieces may be "")
+        counts = np.empty(len(texts), np.int64)
+        rooms = np.empty(len(texts), np.int64)
         for c, text in enumerate(texts):
             if OPEN in text or CLOSE in text:
-                self._cut_marked(text, c, layout)
+                cut = self._cut_marked(text)
             else:  # every special string is the template's: one split in C
-                self._cut(text, c, layout)
-            layout.per_conv.append(len(layout.items) - layout.first)
-            layout.first = len(layout.items)
-            layout.room.append(len(text) + 1)  # the batch coordinate keeps texts apart
-        return self._assemble(layout, spans)
+                cut = self.split_plain.split(text)
+            parts += cut
+            counts[c] = len(cut)
+            rooms[c] = len(text) + 1  # the batch coordinate keeps texts apart
+        return self._assemble(_Layout.of(parts, counts, rooms, self.specials), spans)
 
-    def _cut(self, text: str, c: int, layout: _Layout) -> None:
-        pos = 0
-        for k, part in enumerate(self.split_plain.split(text)):
-            if k & 1:
-                layout.add_special(self.specials[part], pos, len(part))
-            elif part:
-                layout.add_piece(part, c, pos)
-            pos += len(part)
-
-    def _cut_marked(self, text: str, c: int, layout: _Layout) -> None:
-        """Special strings between markers are content (text); the others the template's."""
+    def _cut_marked(self, text: str) -> list[str]:
+        """Special strings between markers are content (text); the others the template's.
+        Cut as `re.split` cuts: text, special, text, ..., text, without the markers."""
+        out: list[str] = []
         buf: list[str] = []
-        at = start = 0  # at: position in the rendered text; start: of the current piece
-        pos = 0  # position in the text without markers
+        at = 0  # position in the rendered text
         for m in self.split.finditer(text):
             buf.append(text[at : m.start()])
-            pos += m.start() - at
             at = m.end()
             content_literal, template_special = m.group(1), m.group(2)
             if content_literal is not None:
                 buf.append(content_literal)
-                pos += len(content_literal)
             elif template_special is not None:
-                if piece := "".join(buf):
-                    layout.add_piece(piece, c, start)
+                out += ("".join(buf), template_special)
                 buf = []
-                layout.add_special(self.specials[template_special], pos, len(template_special))
-                pos += len(template_special)
-                start = pos
         buf.append(text[at:])
-        if piece := "".join(buf):
-            layout.add_piece(piece, c, start)
+        out.append("".join(buf))
+        return out
 
     def _assemble(self, layout: _Layout, spans: list[list[Span]]) -> list[Encoded | Unmappable]:
         """Every piece encoded in one call; the mask decided per piece where the piece lies
@@ -250,29 +238,15 @@ class PieceChatTokenizer(ChatTokenizer):
             lengths = lengths.astype(np.int64)
         else:
             flat, lengths = empty.astype(np.uint32), empty
-        item = np.asarray(layout.items, dtype=np.int64)
-        is_piece = item >= 0
-        n_conv = len(layout.per_conv)
-        per_conv = np.asarray(layout.per_conv, dtype=np.int64)
-        # each item's [start, end) characters, in one coordinate for the whole batch
-        base = np.zeros(n_conv + 1, np.int64)
-        np.cumsum(np.asarray(layout.room, dtype=np.int64), out=base[1:])
-        conv = np.repeat(np.arange(n_conv), per_conv)
-        p_at = np.asarray(layout.piece_at, dtype=np.int64)
-        p_len = np.fromiter(map(len, pieces), np.int64, len(pieces))
-        sp = np.asarray(layout.special, dtype=np.int64).reshape(-1, 3)
-        start = np.empty(len(item), np.int64)
-        end = np.empty(len(item), np.int64)
-        start[is_piece], end[is_piece] = p_at, p_at + p_len
-        start[~is_piece], end[~is_piece] = sp[:, 1], sp[:, 1] + sp[:, 2]
-        start += base[conv]
-        end += base[conv]
+        is_piece, conv, start, end = layout.is_piece, layout.conv, layout.start, layout.end
+        base, per_conv, sp = layout.base, layout.per_conv, layout.special
+        n_items = len(is_piece)
         s, e, regular = _global_spans(spans, base)
         # the overlap rule per item: a span overlaps it, or holds it (the spans sorted and
         # disjoint: the first one ending after the item's start is the only candidate)
-        overlaps = np.zeros(len(item), bool)
-        inside = np.zeros(len(item), bool)
-        at_span_start = np.zeros(len(item), bool)
+        overlaps = np.zeros(n_items, bool)
+        inside = np.zeros(n_items, bool)
+        at_span_start = np.zeros(n_items, bool)
         if len(s):
             j = np.searchsorted(e, start, side="right")
             jj = np.minimum(j, len(s) - 1)
@@ -292,7 +266,7 @@ class PieceChatTokenizer(ChatTokenizer):
         bad: dict[int, Unmappable] = {}
         straddle = is_piece & ((overlaps & ~inside) | irregular)
         if straddle.any():
-            chosen = item[straddle]
+            chosen = (np.cumsum(is_piece) - 1)[straddle]  # their piece numbers
             bad = self._token_mask(layout, flat, lengths, chosen, spans, (s, e, base, regular),
                                    piece_mask)  # fmt: skip
         special_mask = overlaps[~is_piece].astype(np.uint8)
@@ -301,9 +275,9 @@ class PieceChatTokenizer(ChatTokenizer):
             found = spans[int(conv[~is_piece][k])]
             special_mask[k] = any(b > at and a < at + length for a, b in found)
         # all tokens in text order
-        size = np.ones(len(item), np.int64)
+        size = np.ones(n_items, np.int64)
         size[is_piece] = lengths
-        offset = np.zeros(len(item) + 1, np.int64)
+        offset = np.zeros(n_items + 1, np.int64)
         np.cumsum(size, out=offset[1:])
         total = int(offset[-1])
         ids = np.empty(total, np.uint32)
@@ -339,11 +313,10 @@ class PieceChatTokenizer(ChatTokenizer):
         shift = np.repeat(first[chosen] - sub_first, sub_lengths)
         token = np.arange(int(sub_lengths.sum())) + shift  # their places in `flat`
         pieces = [layout.pieces[k] for k in chosen]
-        convs = [layout.piece_conv[k] for k in chosen]
-        at = [layout.piece_at[k] for k in chosen]
+        convs, at = layout.piece_conv[chosen], layout.piece_at[chosen]
         starts, ends, bad = self._offsets(pieces, convs, at, flat[token], sub_lengths)
         s, e, base, regular = batch_spans
-        tconv = np.repeat(np.asarray(convs, dtype=np.int64), sub_lengths)  # sorted
+        tconv = np.repeat(convs, sub_lengths)  # sorted
         hit = np.zeros(len(token), bool)
         if len(s):
             g_start, g_end = starts + base[tconv], ends + base[tconv]
@@ -357,7 +330,7 @@ class PieceChatTokenizer(ChatTokenizer):
         return bad
 
     def _offsets(
-        self, pieces: list[str], piece_conv: list[int], piece_at: list[int], flat: np.ndarray,
+        self, pieces: list[str], piece_conv: np.ndarray, piece_at: np.ndarray, flat: np.ndarray,
         lengths: np.ndarray,
     ) -> tuple[np.ndarray, np.ndarray, dict[int, Unmappable]]:  # fmt: skip
         """Each token's [start, end) characters in its conversation, from its length in
@@ -384,7 +357,7 @@ class PieceChatTokenizer(ChatTokenizer):
         bad: dict[int, Unmappable] = {}
         for k in np.flatnonzero(wrong):
             bad.setdefault(
-                piece_conv[k],
+                int(piece_conv[k]),
                 Unmappable(f"tokens of {raw_len[k]} bytes add up to {int(total[k])}"),
             )
         # with a wrong piece, each piece from its own start, so it moves no other
@@ -412,32 +385,62 @@ class PieceChatTokenizer(ChatTokenizer):
             char_end = np.where(sizes > 0, last - before(last) + 1, char_start)
         char_at = np.zeros(n_pieces + 1, np.int64)
         np.cumsum(char_len, out=char_at[1:])
-        shift = np.repeat(np.asarray(piece_at, np.int64) - char_at[:-1], lengths)
+        shift = np.repeat(piece_at - char_at[:-1], lengths)
         return char_start + shift, char_end + shift, bad
 
 
+@dataclass
 class _Layout:
-    """A batch of rendered texts cut at the template's special tokens, in text order."""
+    """A batch of rendered texts cut at the template's special tokens: its items (the
+    non-empty pieces of text between them, and the special tokens) in text order, each
+    with its [start, end) characters in one coordinate for the whole batch."""
 
-    def __init__(self) -> None:
-        self.pieces: list[str] = []  # text between the template's special tokens
-        self.piece_conv: list[int] = []  # the conversation each piece belongs to
-        self.piece_at: list[int] = []  # where it starts in its conversation (characters)
-        self.special: list[int] = []  # [id, start, length, ...] of the template's specials
-        self.items: list[int] = []  # in text order: piece k as k, special j as -1 - j
-        self.per_conv: list[int] = []  # items per conversation
-        self.room: list[int] = []  # characters each conversation takes in the batch
-        self.first = 0
+    pieces: list[str]
+    piece_conv: np.ndarray  # the conversation each piece belongs to
+    piece_at: np.ndarray  # where it starts in its conversation (characters)
+    special: np.ndarray  # (id, start in its conversation, length) of each special token
+    is_piece: np.ndarray  # per item
+    conv: np.ndarray  # per item: its conversation
+    start: np.ndarray  # per item, batch coordinate
+    end: np.ndarray
+    per_conv: np.ndarray  # items per conversation
+    base: np.ndarray  # where each conversation starts in the batch coordinate
 
-    def add_piece(self, piece: str, conv: int, at: int) -> None:
-        self.items.append(len(self.pieces))
-        self.pieces.append(piece)
-        self.piece_conv.append(conv)
-        self.piece_at.append(at)
-
-    def add_special(self, token_id: int, at: int, length: int) -> None:
-        self.items.append(-1 - len(self.special) // 3)
-        self.special += (token_id, at, length)
+    @classmethod
+    def of(
+        cls, parts: list[str], counts: np.ndarray, rooms: np.ndarray, specials: dict[str, int]
+    ) -> _Layout:
+        """`parts`: each text as `re.split` cuts it (text, special, ..., text), `counts`
+        parts per text, `rooms` the characters each text takes in the batch coordinate."""
+        n_conv = len(counts)
+        lengths = np.fromiter(map(len, parts), np.int64, len(parts))
+        base = np.zeros(n_conv + 1, np.int64)
+        np.cumsum(rooms, out=base[1:])
+        first = np.zeros(n_conv + 1, np.int64)  # each text's first part
+        np.cumsum(counts, out=first[1:])
+        part_conv = np.repeat(np.arange(n_conv), counts)
+        odd = ((np.arange(len(parts)) - first[:-1][part_conv]) & 1).astype(bool)
+        ran = np.zeros(len(parts) + 1, np.int64)
+        np.cumsum(lengths, out=ran[1:])
+        local = ran[:-1] - ran[first[:-1]][part_conv]  # each part's start in its text
+        kept = np.flatnonzero(odd | (lengths > 0))  # the items: empty pieces are no items
+        is_piece = ~odd[kept]
+        piece_parts, special_parts = kept[is_piece], kept[~is_piece]
+        ids = np.fromiter((specials[parts[k]] for k in special_parts), np.int64, len(special_parts))
+        conv = part_conv[kept]
+        start = local[kept] + base[conv]
+        return cls(
+            pieces=[parts[k] for k in piece_parts],
+            piece_conv=part_conv[piece_parts],
+            piece_at=local[piece_parts],
+            special=np.stack([ids, local[special_parts], lengths[special_parts]], axis=1),
+            is_piece=is_piece,
+            conv=conv,
+            start=start,
+            end=start + lengths[kept],
+            per_conv=np.bincount(conv, minlength=n_conv),
+            base=base,
+        )
 
 
 def _global_spans(
