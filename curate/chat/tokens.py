@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from curate.tokenizers.encoders import Encoder, load_encoder
+from curate.tokenizers.encoders import Encoder, flatten, load_encoder
 from curate.tokenizers.source import TokenizerSource
 
 OPEN, CLOSE = "\ue000", "\ue001"  # wrap special-token strings found in message contents
@@ -154,15 +154,41 @@ class HFChatTokenizer(ChatTokenizer):
         self.library = f"tokenizers {tokenizers.__version__} encode_batch"
 
     def encode(self, texts: list[str], spans: list[list[Span]]) -> list[Encoded | Unmappable]:
+        """The overlap rule by two lookups per span: the tokens holding its first and last
+        characters and all between, which is the rule wherever every character is in a
+        token (byte-level BPE: always). Where one is in none, the offsets of every token
+        decide, as transformers' loop over them does. Reading each token's offsets into
+        Python costs more than the encoding; the lookups stay in Rust."""
+        if not texts:
+            return []
         out: list[Encoded | Unmappable] = []
-        encodings = self.tok.encode_batch(texts, add_special_tokens=False) if texts else []
-        for enc, found in zip(encodings, spans, strict=True):
-            offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
-            mask = np.zeros(len(offsets), dtype=bool)
+        encodings = self.tok.encode_batch(texts, add_special_tokens=False)
+        flat, lengths = flatten([enc.ids for enc in encodings])
+        cuts = np.cumsum(lengths)[:-1]
+        for enc, ids, found in zip(encodings, np.split(flat, cuts), spans, strict=True):
+            mask = np.zeros(len(ids), dtype=np.uint8)
             for start, end in found:
-                mask |= (offsets[:, 1] > start) & (offsets[:, 0] < end)
-            out.append(Encoded(np.asarray(enc.ids, np.int64), mask.astype(np.uint8)))
+                first = enc.char_to_token(start) if end > start else None
+                last = enc.char_to_token(end - 1) if first is not None else None
+                if last is None:
+                    mask = _overlapping(enc, found)
+                    break
+                # a character may be in several tokens (byte tokens of one character):
+                # char_to_token names the first (tests/chat/test_tokens.py), the rest follow
+                while last + 1 < len(ids) and (enc.token_to_chars(last + 1) or (end,))[0] < end:
+                    last += 1
+                mask[first : last + 1] = 1
+            out.append(Encoded(ids, mask))
         return out
+
+
+def _overlapping(enc: Any, spans: list[Span]) -> np.ndarray:
+    """1 on every token whose offsets overlap a span."""
+    offsets = np.asarray(enc.offsets, dtype=np.int64).reshape(-1, 2)
+    hit = np.zeros(len(offsets), dtype=bool)
+    for start, end in spans:
+        hit |= (offsets[:, 1] > start) & (offsets[:, 0] < end)
+    return hit.astype(np.uint8)
 
 
 class PieceChatTokenizer(ChatTokenizer):

@@ -101,3 +101,30 @@ def test_re2_alternation_finds_what_the_python_alternation_finds() -> None:
     assert got == [python.search(t) is not None for t in texts]
     assert sum(got) > 30
     assert re2_alternation([]) == ""
+
+
+def test_tokenizer_json_mask_by_lookups_equals_the_overlap_rule(tmp_path: Path) -> None:
+    """tokenizer.json: two lookups per span (and their neighbours sharing a character) give
+    what transformers' loop over every token's offsets gives."""
+    from chat_fixtures import chat_tokenizer
+
+    from curate.chat.tokens import _overlapping
+
+    folder = chat_tokenizer(tmp_path / "tok", TEMPLATES["chatml"], eos_token="</s>")
+    tok = load_chat_tokenizer(resolve_source(str(folder), str(tmp_path)))
+    texts, spans = texts_and_spans(random.Random(8), 400)
+    texts = [t.replace("<s>", "<|im_start|>").replace("</s>", "<|im_end|>") for t in texts]
+    spans = [
+        [(a, b) for a, b in found if b <= len(t)] for t, found in zip(texts, spans, strict=True)
+    ]
+    spans[0] = [(2, 2)]  # empty: decided by the offsets
+    got = tok.encode(texts, spans)
+    reference = tok.tok.encode_batch(texts, add_special_tokens=False)  # type: ignore[attr-defined]
+    marked = 0
+    for encoded, enc, found in zip(got, reference, spans, strict=True):
+        assert isinstance(encoded, Encoded)
+        assert encoded.ids.tolist() == enc.ids
+        assert encoded.mask.tolist() == _overlapping(enc, found).tolist()
+        marked += int(encoded.mask.sum())
+    assert marked > 1000
+    assert tok.encode([], []) == []
