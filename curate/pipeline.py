@@ -6,9 +6,15 @@ p = Pipeline().add("normalize", form="NFKC").add("exact_dedup")
 result = p.process([{"text": "a"}, {"text": "a"}])   # in memory, one process
 result.table, result.rejected, result.counts
 version = p.run(["data/*.jsonl"], name="demo", root="curated")   # a real, published version
+
+chat = Pipeline(chat="sharegpt").add("chat_template", source="models/m", pack={"seq_len": 4096})
+chat.process(records).table          # input_ids, labels, position_ids, cu_seqlens, ...
 ```
 `process` runs the same stage objects the engines run, barriers included, on data
-small enough to hold in memory; `run` builds a Recipe and goes through `curate.run`.
+small enough to hold in memory, and packs rows as the shard writer does when the last
+stage asks for it; chat records become a `messages` column as the chat reader makes it,
+and those that cannot be a conversation are in `result.quarantined` with the reason.
+`run` builds a Recipe and goes through `curate.run`.
 """
 
 from __future__ import annotations
@@ -21,11 +27,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from curate.chat.reader import messages_array
+from curate.chat.shapes import to_messages
+from curate.chat.spec import MESSAGES, ChatInput
 from curate.engines.local_collective import LocalSummaries
 from curate.errors import CurateError
 from curate.io.batches import ID
+from curate.io.packing import packing_for
 from curate.plan import make_plan
-from curate.recipe import Recipe, build_stage
+from curate.recipe import Recipe, build_stage, shape_problems
 from curate.stages.base import (
     DECISION_SCHEMA,
     ORDER,
@@ -36,12 +46,16 @@ from curate.stages.base import (
 )
 from curate.version import Version
 
+QUARANTINED = pa.schema([pa.field(ID, pa.string()), pa.field("reason", pa.string())])
+
 
 @dataclass
 class PipelineResult:
     table: pa.Table
     rejected: pa.Table
     counts: dict[str, StageCounts] = field(default_factory=dict)
+    quarantined: pa.Table = field(default_factory=lambda: QUARANTINED.empty_table())
+    """Chat records that are no conversation (id, reason), as the chat reader quarantines."""
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{name}: {c.docs_in}->{c.docs_out}" for name, c in self.counts.items())
@@ -51,9 +65,17 @@ class PipelineResult:
 class Pipeline:
     """An ordered list of stages, built in code."""
 
-    def __init__(self, stages: Iterable[Mapping[str, Any]] = (), *, text_field: str = "text"):
+    def __init__(
+        self, stages: Iterable[Mapping[str, Any]] = (), *, text_field: str = "text",
+        chat: str | Mapping[str, Any] | ChatInput | None = None,
+    ) -> None:  # fmt: skip
+        """`chat`: the records are conversations: a shape name (`messages`, `sharegpt`,
+        `alpaca`, `auto`) or the recipe's `chat:` mapping."""
         self.text_field = text_field
         self.entries: list[dict[str, Any]] = [dict(e) for e in stages]
+        if isinstance(chat, str):
+            chat = {"shape": chat}
+        self.chat = ChatInput.model_validate(chat) if chat is not None else None
 
     def add(self, stage: str, **params: Any) -> Pipeline:
         """Append a stage by recipe name or dotted path; returns the pipeline for chaining."""
@@ -62,15 +84,26 @@ class Pipeline:
 
     def stages(self) -> list[Stage]:
         specs = [build_stage(entry, i) for i, entry in enumerate(self.entries)]
+        problems = shape_problems(specs, chat=self.chat is not None)
+        if problems:
+            raise CurateError(
+                "; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems)
+            )
         return [
-            spec.stage_class(spec.params, StageContext(self.text_field, i))
+            spec.stage_class(
+                spec.params, StageContext(self.text_field, i, chat=self.chat is not None)
+            )
             for i, spec in enumerate(specs)
         ]
 
     def process(self, data: pa.Table | Iterable[Mapping[str, Any]]) -> PipelineResult:
         """Run every stage over in-memory data and return what remains and what was removed."""
-        table = data if isinstance(data, pa.Table) else pa.Table.from_pylist(list(data))
-        if self.text_field not in table.column_names:
+        quarantined = QUARANTINED.empty_table()
+        if self.chat is not None:
+            table, quarantined = _chat_table(data, self.chat)
+        else:
+            table = data if isinstance(data, pa.Table) else pa.Table.from_pylist(list(data))
+        if self.chat is None and self.text_field not in table.column_names:
             raise CurateError(
                 f"Pipeline.process: the data has no {self.text_field!r} field (fields: "
                 f"{', '.join(table.column_names) or 'none'}); pass text_field= to Pipeline()"
@@ -114,12 +147,18 @@ class Pipeline:
                 batch = kept
             table = pa.Table.from_batches([batch])
         table = table.drop_columns([ORDER])
+        pack = packing_for(stages)
+        if pack is not None:  # as the shard writer packs one partition
+            packer = pack.start(0)
+            batches = [rows for b in table.to_batches() for rows, _ in packer.feed(b)]
+            batches += [rows for rows, _ in packer.flush()]
+            table = pa.Table.from_batches(batches, schema=pack.output_schema())
         rej = (
             pa.concat_tables(rejected).cast(REJECTED_SCHEMA)
             if rejected
             else REJECTED_SCHEMA.empty_table()
         )
-        return PipelineResult(table, rej, counts)
+        return PipelineResult(table, rej, counts, quarantined)
 
     def recipe(
         self, inputs: list[str], *, name: str, root: str | Path = "curated", **extra: Any
@@ -130,6 +169,8 @@ class Pipeline:
             "text_field": self.text_field,
             "stages": self.entries,
         }
+        if self.chat is not None:
+            data["chat"] = self.chat.model_dump()
         data["output"] = {"root": str(root), **extra.pop("output", {})}
         data.update(extra)
         return Recipe.from_dict(data, source="<pipeline>")
@@ -141,3 +182,28 @@ class Pipeline:
         from curate.runner import run
 
         return run(self.recipe(inputs, name=name, root=root, **extra))
+
+
+def _chat_table(
+    data: pa.Table | Iterable[Mapping[str, Any]], chat: ChatInput
+) -> tuple[pa.Table, pa.Table]:
+    """Records as `id` and `messages` (the chat reader's columns), and the quarantined ones.
+    Ids are the records' `id` when they have one, else their position."""
+    records = data.to_pylist() if isinstance(data, pa.Table) else list(data)
+    ids, conversations, bad_ids, reasons = [], [], [], []
+    for i, record in enumerate(records):
+        given = record.get(ID) if isinstance(record, Mapping) else None
+        rid = str(given) if given is not None else str(i)
+        found = to_messages(dict(record), chat) if isinstance(record, Mapping) else (
+            "line is not a JSON object"
+        )  # fmt: skip
+        if isinstance(found, str):
+            bad_ids.append(rid)
+            reasons.append(found)
+            continue
+        ids.append(rid)
+        conversations.append(found)
+    table = pa.table({ID: pa.array(ids, pa.string()), MESSAGES: messages_array(conversations)})
+    quarantined = pa.table([pa.array(bad_ids, pa.string()), pa.array(reasons, pa.string())],
+                           schema=QUARANTINED)  # fmt: skip
+    return table, quarantined

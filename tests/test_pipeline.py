@@ -59,3 +59,57 @@ def test_user_mistakes_are_curate_errors() -> None:
         Pipeline().add("normalize").process([{"body": "a"}])
     kept = Pipeline(text_field="body").add("normalize").process([{"body": "a "}]).table
     assert kept.column("body").to_pylist() == ["a"]
+
+
+def test_chat_records_in_memory_equal_a_run_packed(tmp_path: Path) -> None:
+    """Pipeline(chat=...) reads chat records as the chat reader does (impossible ones
+    quarantined with the reader's reason), runs text stages on message contents and the
+    chat template, and packs as the shard writer packs: the same rows as a published run."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "chat"))
+    from chat_fixtures import TEMPLATES, chat_tokenizer
+
+    folder = chat_tokenizer(tmp_path / "tok", TEMPLATES["chatml"])
+    records = [
+        {"id": f"r{i}", "conversations": [{"from": "human", "value": f"question {i}  "},
+                                          {"from": "gpt", "value": f"answer {i % 7}"}]}
+        for i in range(30)
+    ]  # fmt: skip
+    records.append({"id": "dup", "conversations": records[3]["conversations"]})
+    records.append({"id": "bad", "conversations": [{"from": "human", "value": "no answer"}]})
+    p = (
+        Pipeline(chat="sharegpt")
+        .add("normalize")
+        .add("exact_dedup")
+        .add("chat_template", source=str(folder), pack={"seq_len": 64})
+    )
+    result = p.process(records)
+    assert result.quarantined.to_pylist() == [{"id": "bad", "reason": "chat: no assistant turn"}]
+    assert ("dup", "duplicate") in {(r["id"], r["reason"]) for r in result.rejected.to_pylist()}
+    table = result.table
+    assert {"input_ids", "labels", "position_ids", "cu_seqlens", "doc_ids"} <= set(
+        table.schema.names
+    )
+    assert sum(map(len, table.column("doc_ids").to_pylist())) == 30
+    assert max(table.column("num_tokens").to_pylist()) <= 64
+
+    (tmp_path / "chat.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    version = p.run([str(tmp_path / "chat.jsonl")], name="nbchat", root=tmp_path / "out",
+                    id_field="id", output={"fsync": False})  # fmt: skip
+    import datasets
+
+    written = datasets.load_from_disk(str(version.path))
+    for name in ("input_ids", "labels", "position_ids", "cu_seqlens", "doc_ids"):
+        assert written[name] == table.column(name).to_pylist()
+    assert version.counts["quarantined"] == 1
+
+
+def test_chat_pipeline_refuses_stages_for_text() -> None:
+    import pytest
+
+    from curate import CurateError
+
+    with pytest.raises(CurateError, match="chat records"):
+        Pipeline(chat="messages").add("tokenize", source="x").process([])
