@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.errors import CurateError
-from curate.tokenizers.encoders import read_config, token_content
+from curate.tokenizers.encoders import ModelDefaults, read_config, token_content
 from curate.tokenizers.source import TokenizerSource
 
 SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token",
@@ -90,8 +90,26 @@ def find_template(named: str | None, base_dir: str, source: TokenizerSource,
     )
 
 
-def special_tokens_map(source: TokenizerSource) -> dict[str, Any]:
-    """What `transformers` passes a template as `bos_token`, `eos_token`, ... (strings)."""
+def special_tokens_map(
+    source: TokenizerSource, defaults: ModelDefaults | None = None
+) -> dict[str, Any]:
+    """What `transformers` passes a template as `bos_token`, `eos_token`, ... (strings):
+    tokenizer_config.json's. A SentencePiece, tekken or tiktoken file without one still
+    names its BOS and EOS (the tokenize stage's format defaults); those fill the gaps, so
+    `{{ bos_token }}` never renders as nothing because a config file was not copied."""
+    out = _config_tokens(source)
+    if source.kind != "tokenizer.json":  # transformers reads a tokenizer.json's config only
+        if defaults is None:
+            from curate.tokenizers.encoders import load_encoder
+
+            defaults = load_encoder(source).defaults
+        for key, value in (("bos_token", defaults.bos_token), ("eos_token", defaults.eos_token)):
+            if value is not None:
+                out.setdefault(key, value)
+    return out
+
+
+def _config_tokens(source: TokenizerSource) -> dict[str, Any]:
     cfg = read_config(source)
     out: dict[str, Any] = {}
     for key in SPECIAL_KEYS:

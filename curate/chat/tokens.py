@@ -196,6 +196,7 @@ class PieceChatTokenizer(ChatTokenizer):
 
     def __init__(self, source: TokenizerSource, threads: int) -> None:
         self.encoder = load_encoder(source, threads=threads, warm=True)
+        self.defaults = self.encoder.defaults  # the format's BOS and EOS, for the template
         self.specials = dict(self.encoder.special)
         self.vocab_size = self.encoder.vocab_size
         self.library = self.encoder.library

@@ -146,6 +146,15 @@ class ChatTemplate(MapStage):
             self.__dict__["_template"] = found
         return found
 
+    def _special_tokens(self, tok: ChatTokenizer | None = None) -> dict[str, Any]:
+        """The template's `bos_token`, `eos_token`, ...: tokenizer_config.json's, else the
+        format's own (from the loaded tokenizer when there is one: a tekken file is big)."""
+        found: dict[str, Any] | None = self.__dict__.get("_special_tokens_map")
+        if found is None:
+            found = special_tokens_map(self.source, getattr(tok, "defaults", None))
+            self.__dict__["_special_tokens_map"] = found
+        return found
+
     def uses_generation_tags(self) -> bool:
         if self.p.assistant == "auto":
             return self.template.has_generation_tags
@@ -166,7 +175,10 @@ class ChatTemplate(MapStage):
                 else "prefix renderings",
                 "tokenizer": str(self.source.main),
                 "tokenizer_kind": self.source.kind,
-                "special_tokens_passed": sorted(special_tokens_map(self.source)),
+                "special_tokens_passed": {
+                    k: v if isinstance(v, str) else f"{len(v)} tokens"
+                    for k, v in sorted(self._special_tokens().items())
+                },
                 "mask": self.p.mask,
                 "max_len": self.p.max_len,
                 "overlong": self.p.overlong,
@@ -184,7 +196,7 @@ class ChatTemplate(MapStage):
         found = self.__dict__.get("_loaded_objects")
         if found is None:
             tok = load_chat_tokenizer(self.source, self.p.threads or self._default_threads())
-            variables = {**special_tokens_map(self.source), **self.p.variables}
+            variables = {**self._special_tokens(tok), **self.p.variables}
             now = datetime.fromisoformat(self.p.now)
             renderer = Renderer(self.template, now, variables)
             found = (tok, renderer, re2_alternation(tok.specials))

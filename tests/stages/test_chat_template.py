@@ -397,3 +397,27 @@ def test_a_version_made_with_sentencepiece_opens_with_that_tokenizer_only(tmp_pa
     other = REPO / "sample_data" / "chat" / "tokenizer" / "tokenizer.json"
     with pytest.raises(TokenizerMismatch):
         open_tokens(version.path, tokenizer=str(other))
+
+
+@pytest.mark.parametrize(("name", "file"), [("tokenizer.model.v1", "tokenizer.model"),
+                                            ("tekken_240911.json", "tekken.json")])  # fmt: skip
+def test_a_bare_tokenizer_file_passes_its_own_bos_and_eos(
+    tmp_path: Path, name: str, file: str
+) -> None:
+    """Without a tokenizer_config.json, `{{ bos_token }}` is the format's BOS (what the
+    tokenize stage adds), not an empty string that would silently change every sample."""
+    import shutil
+
+    from chat_fixtures import mistral_data
+
+    folder = tmp_path / "bare"
+    folder.mkdir()
+    shutil.copyfile(mistral_data() / name, folder / file)
+    (folder / "chat_template.jinja").write_text(TEMPLATES["mistral"])
+    stage = ChatTemplate(ChatTemplateParams(source=str(folder)), StageContext())
+    convo = [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]
+    assert stage.render(convo)[0] == "<s>[INST] hi [/INST]yo</s> "  # the template's space
+    ids = stage.process(batch_of([convo])).batch.column("input_ids")[0].as_py()
+    assert ids[0] == 1 and 2 in ids  # <s> and </s> in both families
+    passed = stage.describe()["chat_template"]["special_tokens_passed"]
+    assert passed == {"bos_token": "<s>", "eos_token": "</s>"}
