@@ -83,6 +83,14 @@ class ChatTemplateParams(StageParams):
     overlong: Literal["drop", "truncate"] = Field(
         "drop", description="What happens to a conversation longer than max_len."
     )
+    special_text: Literal["keep", "remove"] = Field(
+        "keep",
+        description="Conversations whose contents hold a special-token string (<|im_end|>, "
+        "</s>, ...): keep them, encoded as the reference does (control tokens with a "
+        "tokenizer.json, as transformers; text with SentencePiece, tekken, tiktoken), or "
+        "remove them (reason special_token_text_in_content), so no content can forge a "
+        "turn boundary.",
+    )
     keep_messages: bool = Field(False, description="Keep the messages column beside the ids.")
     now: str = Field(
         "2026-01-01", description="The date templates see through strftime_now (fixed)."
@@ -269,7 +277,12 @@ class ChatTemplate(MapStage):
         has_special = _contents_matching(column, specials)
         conversations = column.to_pylist()
         texts, spans, rows, removed_rows, reasons = [], [], [], [], []
+        remove_special = self.p.special_text == "remove"
         for row, messages in enumerate(conversations):
+            if remove_special and has_special[row]:
+                removed_rows.append(row)
+                reasons.append("special_token_text_in_content")
+                continue
             try:
                 marked = tok.marks_content and bool(has_special[row])
                 text, found = self._render(messages, marked=marked)
