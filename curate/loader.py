@@ -72,7 +72,10 @@ def _chat_tokenizer(version: Version, stage: dict[str, Any]) -> dict[str, Any]:
     main = str(stage["details"]["chat_template"]["tokenizer"])
     kind = stage["details"]["chat_template"].get("tokenizer_kind", "tokenizer.json")
     digest = stage["software"].get(f"tokenizer_sha256:{Path(main).name}", "")
-    payload = json.dumps({"kind": kind, "sha256": digest}, sort_keys=True)
+    found: dict[str, Any] = {"kind": kind, "sha256": digest}
+    if kind == "tiktoken":  # as curate.tokenizers.identity.fingerprint_of
+        found["pattern"] = stage["details"]["chat_template"].get("pattern", "")
+    payload = json.dumps(found, sort_keys=True)
     types = {f["name"]: f["type"] for f in version.manifest["schema"]}
     id_type = "uint32" if "uint32" in types.get(TOKENS, "") else "uint16"
     return {

@@ -96,13 +96,10 @@ def special_tokens_map(
     """What `transformers` passes a template as `bos_token`, `eos_token`, ... (strings):
     tokenizer_config.json's. A SentencePiece, tekken or tiktoken file without one still
     names its BOS and EOS (the tokenize stage's format defaults); those fill the gaps, so
-    `{{ bos_token }}` never renders as nothing because a config file was not copied."""
+    `{{ bos_token }}` never renders as nothing because a config file was not copied
+    (a tokenizer.json: its config only, as transformers reads it)."""
     out = _config_tokens(source)
-    if source.kind != "tokenizer.json":  # transformers reads a tokenizer.json's config only
-        if defaults is None:
-            from curate.tokenizers.encoders import load_encoder
-
-            defaults = load_encoder(source).defaults
+    if source.kind != "tokenizer.json" and defaults is not None:  # transformers reads a
         for key, value in (("bos_token", defaults.bos_token), ("eos_token", defaults.eos_token)):
             if value is not None:
                 out.setdefault(key, value)

@@ -120,20 +120,37 @@ def re2_alternation(strings: Iterable[str]) -> str:
     return "|".join(map(literal, found)) if found else ""
 
 
-def vocab_size(source: TokenizerSource) -> int:
+@dataclass(frozen=True)
+class TiktokenOptions:
+    """What a bare tiktoken ranks file cannot say: its split pattern and special tokens."""
+
+    pattern: str | None = None
+    special_tokens: dict[str, int] | None = None
+
+
+def vocab_size(source: TokenizerSource, options: TiktokenOptions = TiktokenOptions()) -> int:
     """The number of ids, without building an encoder (tiktoken's takes a second)."""
     if source.kind == "tokenizer.json":
         import tokenizers
 
         tok = tokenizers.Tokenizer.from_file(str(source.main))
         return int(tok.get_vocab_size(with_added_tokens=True))
-    return load_encoder(source).vocab_size
+    return piece_encoder(source, 1, options).vocab_size
 
 
-def load_chat_tokenizer(source: TokenizerSource, threads: int = 1) -> ChatTokenizer:
+def piece_encoder(
+    source: TokenizerSource, threads: int, options: TiktokenOptions, warm: bool = False
+) -> Encoder:
+    return load_encoder(source, threads=threads, pattern=options.pattern,
+                        special_tokens=options.special_tokens, warm=warm)  # fmt: skip
+
+
+def load_chat_tokenizer(
+    source: TokenizerSource, threads: int = 1, options: TiktokenOptions = TiktokenOptions()
+) -> ChatTokenizer:
     if source.kind == "tokenizer.json":
         return HFChatTokenizer(source, threads)
-    return PieceChatTokenizer(source, threads)
+    return PieceChatTokenizer(source, threads, options)
 
 
 class HFChatTokenizer(ChatTokenizer):
@@ -194,8 +211,8 @@ def _overlapping(enc: Any, spans: list[Span]) -> np.ndarray:
 class PieceChatTokenizer(ChatTokenizer):
     marks_content = True
 
-    def __init__(self, source: TokenizerSource, threads: int) -> None:
-        self.encoder = load_encoder(source, threads=threads, warm=True)
+    def __init__(self, source: TokenizerSource, threads: int, options: TiktokenOptions) -> None:
+        self.encoder = piece_encoder(source, threads, options, warm=True)
         self.defaults = self.encoder.defaults  # the format's BOS and EOS, for the template
         self.specials = dict(self.encoder.special)
         self.vocab_size = self.encoder.vocab_size

@@ -31,8 +31,10 @@ from curate.chat.spec import MESSAGES
 from curate.chat.template import Renderer, TemplateText, find_template, special_tokens_map
 from curate.chat.tokens import (
     ChatTokenizer,
+    TiktokenOptions,
     Unmappable,
     load_chat_tokenizer,
+    piece_encoder,
     re2_alternation,
     vocab_size,
 )
@@ -58,6 +60,14 @@ class ChatTemplateParams(StageParams):
     )
     kind: Literal["auto", "tokenizer.json", "sentencepiece", "tekken", "tiktoken"] = Field(
         "auto", description="The tokenizer's family, when a folder holds several."
+    )
+    pattern: str | None = Field(
+        None, description="tiktoken ranks only: split regex or preset (cl100k_base)."
+    )
+    special_tokens: dict[str, int] = Field(
+        default_factory=dict,
+        description="tiktoken ranks only: special tokens and their ids (the template's, such "
+        "as <|eot_id|>, must be among them).",
     )
     threads: int | None = Field(
         None,
@@ -146,6 +156,10 @@ class ChatTemplate(MapStage):
         return found
 
     @property
+    def options(self) -> TiktokenOptions:
+        return TiktokenOptions(self.p.pattern, dict(self.p.special_tokens) or None)
+
+    @property
     def template(self) -> TemplateText:
         found: TemplateText | None = self.__dict__.get("_template")
         if found is None:
@@ -159,7 +173,10 @@ class ChatTemplate(MapStage):
         format's own (from the loaded tokenizer when there is one: a tekken file is big)."""
         found: dict[str, Any] | None = self.__dict__.get("_special_tokens_map")
         if found is None:
-            found = special_tokens_map(self.source, getattr(tok, "defaults", None))
+            defaults = getattr(tok, "defaults", None)
+            if defaults is None and self.source.kind != "tokenizer.json":
+                defaults = piece_encoder(self.source, 1, self.options).defaults
+            found = special_tokens_map(self.source, defaults)
             self.__dict__["_special_tokens_map"] = found
         return found
 
@@ -183,6 +200,7 @@ class ChatTemplate(MapStage):
                 else "prefix renderings",
                 "tokenizer": str(self.source.main),
                 "tokenizer_kind": self.source.kind,
+                **({"pattern": self.p.pattern or ""} if self.source.kind == "tiktoken" else {}),
                 "special_tokens_passed": {
                     k: v if isinstance(v, str) else f"{len(v)} tokens"
                     for k, v in sorted(self._special_tokens().items())
@@ -203,7 +221,8 @@ class ChatTemplate(MapStage):
     def _loaded(self) -> tuple[ChatTokenizer, Renderer, str]:
         found = self.__dict__.get("_loaded_objects")
         if found is None:
-            tok = load_chat_tokenizer(self.source, self.p.threads or self._default_threads())
+            threads = self.p.threads or self._default_threads()
+            tok = load_chat_tokenizer(self.source, threads, self.options)
             variables = {**self._special_tokens(tok), **self.p.variables}
             now = datetime.fromisoformat(self.p.now)
             renderer = Renderer(self.template, now, variables)
@@ -222,7 +241,7 @@ class ChatTemplate(MapStage):
         size: int | None = self.__dict__.get("_vocab_size")
         if size is None:
             loaded = self.__dict__.get("_loaded_objects")
-            size = loaded[0].vocab_size if loaded else vocab_size(self.source)
+            size = loaded[0].vocab_size if loaded else vocab_size(self.source, self.options)
             self.__dict__["_vocab_size"] = size
         return id_type(size)
 

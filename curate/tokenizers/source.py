@@ -16,6 +16,7 @@ path but looks like `org/model` is looked up in the local Hugging Face cache, of
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -70,6 +71,15 @@ def _json_head_kind(path: Path) -> Kind | None:
     return None
 
 
+_RANKS_LINE = re.compile(rb"[A-Za-z0-9+/]+={0,2} [0-9]+\r?\n")
+
+
+def _looks_like_ranks(path: Path) -> bool:
+    with open(path, "rb") as f:
+        head = f.read(256)
+    return _RANKS_LINE.match(head) is not None
+
+
 def _file_kind(path: Path) -> Kind:
     name = path.name
     if name.endswith(".tiktoken"):
@@ -83,7 +93,9 @@ def _file_kind(path: Path) -> Kind:
             )
         return kind
     if ".model" in name:  # tokenizer.model, tokenizer.model.v1, spiece.model
-        return "sentencepiece"
+        # ...or a tiktoken ranks file by that name (Llama 3's original/tokenizer.model):
+        # text lines `base64 rank`, where a SentencePiece model is a binary protobuf
+        return "tiktoken" if _looks_like_ranks(path) else "sentencepiece"
     with open(path, "rb") as f:
         head = f.read(200)
     kind = _json_head_kind(path) if head[:1] == b"{" else "tiktoken"
@@ -102,6 +114,8 @@ def _in_folder(folder: Path, origin: str, kind: str = "auto") -> TokenizerSource
     candidates += [("sentencepiece", p) for p in sorted(folder.glob("*.model*"))]
     candidates += [("tiktoken", p) for p in sorted(folder.glob("*.tiktoken"))]
     for found, path in candidates:
+        if found == "sentencepiece" and path.is_file() and _looks_like_ranks(path):
+            found = "tiktoken"  # Llama 3's original/tokenizer.model
         if path.is_file() and kind in ("auto", found):
             return TokenizerSource(origin, found, path, cfg, extra)
     wanted = "tokenizer.json, SentencePiece .model, tekken .json or .tiktoken file"

@@ -437,3 +437,54 @@ def test_a_bare_tokenizer_file_passes_its_own_bos_and_eos(
     assert ids[0] == 1 and 2 in ids  # <s> and </s> in both families
     passed = stage.describe()["chat_template"]["special_tokens_passed"]
     assert passed == {"bos_token": "<s>", "eos_token": "</s>"}
+
+
+def test_tiktoken_ranks_named_tokenizer_model_with_pattern_and_special_tokens(
+    tmp_path: Path,
+) -> None:
+    """A Llama-3-style model folder: a tiktoken ranks file called tokenizer.model (here
+    tekken's ranks, a real byte-level BPE), its split pattern and special tokens given in the
+    recipe. Ids equal tiktoken on the text cut at the template's special tokens (literal
+    ones in contents stay text), and the unmasked tokens decode to each assistant turn."""
+    import base64
+    import json
+
+    import tiktoken
+    from chat_fixtures import hf_marked_render, mistral_data
+
+    data = json.loads((mistral_data() / "tekken_240911.json").read_text())
+    inner = data["config"]["default_vocab_size"] - data["config"]["default_num_special_tokens"]
+    vocab = data["vocab"][:inner]
+    folder = tmp_path / "llama"
+    folder.mkdir()
+    (folder / "tokenizer.model").write_text(
+        "".join(f"{t['token_bytes']} {t['rank']}\n" for t in vocab)
+    )
+    names = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
+    special = {name: inner + i for i, name in enumerate(names)}
+    config = {"bos_token": "<|begin_of_text|>", "chat_template": TEMPLATES["llama3"]}
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    pattern = data["config"]["pattern"]
+    stage = ChatTemplate(
+        ChatTemplateParams(source=str(folder), pattern=pattern, special_tokens=special),
+        StageContext(),
+    )
+    assert stage.describe()["chat_template"]["tokenizer_kind"] == "tiktoken"
+    ranks = {base64.b64decode(t["token_bytes"]): t["rank"] for t in vocab}
+    ref = tiktoken.Encoding("ref", pat_str=pattern, mergeable_ranks=ranks, special_tokens=special)
+    convs = conversations(60, seed=4)
+    out = stage.process(batch_of(convs))
+    assert out.removed is None
+    literal = 0
+    for convo, ids, mask in zip(convs, out.batch.column("input_ids").to_pylist(),
+                                out.batch.column("labels").to_pylist(), strict=True):  # fmt: skip
+        pieces = hf_marked_render(TEMPLATES["llama3"], convo, {"bos_token": names[0]}, names)
+        want = []
+        for piece in pieces:
+            want += [special[piece[0]]] if isinstance(piece, tuple) else ref.encode_ordinary(piece)
+        assert ids == want
+        literal += any(n in m["content"] for m in convo for n in names)
+        learned = b"".join(ref.decode_single_token_bytes(i) for i in mask if i != -100)
+        turns = [m["content"].strip() + "<|eot_id|>" for m in convo if m["role"] == "assistant"]
+        assert all(t.encode() in learned for t in turns)
+    assert literal > 3

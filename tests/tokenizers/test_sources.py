@@ -145,3 +145,15 @@ def test_folder_prefers_tokenizer_json_unless_kind_says(tmp_path: Path) -> None:
     assert spm.kind == "sentencepiece" and spm.main.name == "tokenizer.model"
     with pytest.raises(CurateError, match="holds no tekken file"):
         resolve_source(str(folder), kind="tekken")
+
+
+def test_a_ranks_file_named_tokenizer_model_is_tiktoken(tmp_path: Path) -> None:
+    """Llama 3 ships its tiktoken ranks as original/tokenizer.model: text, not SentencePiece's
+    protobuf; the name alone must not decide."""
+    folder = tmp_path / "original"
+    folder.mkdir()
+    _ranks_file(folder / "tokenizer.model", 300)
+    assert resolve_source(str(folder / "tokenizer.model")).kind == "tiktoken"
+    assert resolve_source(str(folder)).kind == "tiktoken"
+    spm = Path(pytest.importorskip("mistral_common").__file__).parent / "data"
+    assert resolve_source(str(spm / "tokenizer.model.v1")).kind == "sentencepiece"
