@@ -17,6 +17,7 @@ alternate) removes the conversation with the template's message as the reason.
 
 from __future__ import annotations
 
+import gc
 from datetime import datetime
 from importlib import metadata
 from typing import Any, Literal
@@ -289,6 +290,20 @@ class ChatTemplate(MapStage):
         return text, spans
 
     def process(self, batch: pa.RecordBatch) -> StageResult:
+        """Without the cyclic garbage collector: a batch makes hundreds of thousands of
+        short-lived containers (message dicts, token lists), which trigger collections that
+        scan every live object and find nothing (a tenth of the stage's time, measured on
+        the chat_template benchmark). What cycles a batch makes (a template's exceptions)
+        are collected after it."""
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return self._process(batch)
+        finally:
+            if enabled:
+                gc.enable()
+
+    def _process(self, batch: pa.RecordBatch) -> StageResult:
         import jinja2
 
         tok, _, specials = self._loaded()

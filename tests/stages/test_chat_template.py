@@ -322,6 +322,23 @@ def test_special_text_remove_drops_conversations_that_could_forge_a_turn(tmp_pat
     assert removed.counters == {"content_has_special_token_text": 1}
 
 
+def test_process_pauses_the_cyclic_collector_and_restores_it(tmp_path: Path) -> None:
+    import gc
+
+    stage = make(tmp_path / "tok", "mistral")
+    bad = [{"role": "assistant", "content": "x"}]  # a template error: cyclic garbage
+    good = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    assert gc.isenabled()
+    out = stage.process(batch_of([bad, good] * 50))
+    assert out.batch.num_rows == 50 and gc.isenabled()
+    gc.disable()
+    try:
+        stage.process(batch_of([good]))
+        assert not gc.isenabled()  # a caller's choice is kept
+    finally:
+        gc.enable()
+
+
 def test_sandbox_refuses_python_internals(tmp_path: Path) -> None:
     evil = "{{ messages.__class__.__mro__[1].__subclasses__() }}"
     stage = make(tmp_path / "tok", "chatml", template=None)
