@@ -277,6 +277,12 @@ class TokenBlocks:
         self.rank, self.world_size = rank, world_size
         self.position = start
         self.batch_size = 1  # DataLoader batch size, for splitting among its workers
+        if not 0 <= start <= len(self):  # a resume from another run's count, not silence
+            unit = "rows" if seq_len == 0 else "blocks"
+            raise CurateError(
+                f"start {start} is outside this rank's {len(self)} {unit} per epoch "
+                f"(rank {rank} of {world_size}): start counts this rank's samples, from 0"
+            )
 
     def __len__(self) -> int:
         """Blocks per rank in one epoch (every rank gets the same number)."""

@@ -13,6 +13,7 @@ import pytest
 from conftest import REPO, corpus, write_jsonl, write_recipe
 
 import curate
+from curate.errors import CurateError
 from curate.loader import TokenizerMismatch, open_tokens
 from curate.tokenizers import tokenizer_fingerprint
 
@@ -73,6 +74,9 @@ def test_blocks_are_seeded_sharded_and_resumable(built: Path) -> None:
     full = [tuple(b) for b in rank1]
     resumed = tokens.blocks(16, seed=7, rank=1, world_size=3, start=5)
     assert [tuple(b) for b in resumed] == full[5:]
+    assert list(tokens.blocks(16, seed=7, rank=1, world_size=3, start=len(full))) == []
+    with pytest.raises(CurateError, match=f"outside this rank's {len(full)} blocks"):
+        tokens.blocks(16, seed=7, rank=1, world_size=3, start=len(full) + 1)
     it = tokens.blocks(16, seed=7)
     head = [next(iter(it)) for _ in range(4)]
     state = it.state_dict()
