@@ -54,6 +54,10 @@ class FilterReport:
         ]
         if self.skipped_barriers:
             lines.append(f"(skipped barrier stages before it: {', '.join(self.skipped_barriers)})")
+        if not self.alone and not self.first:
+            lines += ["", f"{self.stage} gave no removal reason for this sample (a stage that "
+                      "changes text, such as normalize, removes nothing by design)"]  # fmt: skip
+            return "\n".join(lines)
         lines += ["", f"{'rule':<{width}}  {'alone':>7}  {'first':>7}", "-" * (width + 18)]
         for rule in sorted(set(self.alone) | set(self.first), key=self._order):
             lines.append(

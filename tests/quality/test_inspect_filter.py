@@ -52,3 +52,5 @@ def test_cli_and_other_filters(tmp_path: Path) -> None:
     assert out.exit_code == 2 and "no stage 'nope'" in out.output
     generic = inspect_filter(recipe.parent / "recipe.yaml", "normalize", sample=3)
     assert generic.removed == 0
+    assert "normalize gave no removal reason for this sample" in str(generic)
+    assert "rule" not in str(generic)  # no empty table
