@@ -86,6 +86,7 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
     )
     fp = fingerprint(recipe, files, stages, hashes)
     engine = _engine(recipe, workers)  # a missing engine library fails before anything is written
+    new_folders = [p for p in (store.root, store.path) if not p.exists()]
     store.ensure()
     with store.lock(fp):
         found = store.find(fp)  # another process may have built it while we waited
@@ -107,6 +108,8 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
             # inputs or settings, which changes the fingerprint: this staging is of no more use.
             # A crash or an interrupt keeps it, so the next run resumes its completed partitions.
             shutil.rmtree(store.staging(fp), ignore_errors=True)
+            if new_folders and not store.versions():  # made by this run, for nothing
+                shutil.rmtree(new_folders[0], ignore_errors=True)
             raise
 
 
