@@ -16,6 +16,14 @@ Messages = list[tuple[str, str]]
 
 SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "system": "system", "tool": "tool"}
 
+UNCARRIED = frozenset(
+    {"tool_calls", "function_call", "tool_call_id", "reasoning_content", "thinking", "weight"}
+)
+"""Message keys that change what a chat template renders or what the loss is on (OpenAI's
+`weight: 0` excludes a turn from training). The `messages` column holds role and content
+only, so a message carrying one is quarantined rather than silently stripped of it; any
+other key (a timestamp, a source tag) changes neither and is ignored."""
+
 
 def _kind(value: object) -> str:
     if value is None:
@@ -67,6 +75,10 @@ def _turns(
         mapped = spec.roles.get(role) or (SHAREGPT_ROLES.get(role) if sharegpt else None) or role
         if mapped not in ROLES:
             return f"chat: unknown role {role[:40]!r} in message {i}"
+        for key in sorted(UNCARRIED.intersection(turn)):
+            if turn[key] is not None and not (key == "weight" and turn[key] == 1):
+                return (f"chat: message {i} has {key!r}, which curate does not carry "
+                        "(role and content only)")  # fmt: skip
         if not isinstance(content, str):
             return f"chat: message {i} {content_key!r} is {_kind(content)}, not a string"
         out.append((mapped, content))

@@ -126,3 +126,20 @@ def test_recipe_chat_key_is_validated_and_the_schema_says_messages() -> None:
     spec = FieldSpec(chat=recipe.chat)
     assert spec.schema().field("messages").type == messages_type()
     assert "text" not in spec.schema().names
+
+
+def test_keys_that_change_rendering_or_loss_are_not_silently_dropped() -> None:
+    """tool_calls, OpenAI's weight: 0, reasoning: the messages column holds role and content
+    only, so such a record is quarantined, never rendered or learned without them."""
+    tool = {"messages": [{"role": "user", "content": "weather?"},
+                         {"role": "assistant", "content": None,
+                          "tool_calls": [{"type": "function", "function": {"name": "w"}}]}]}  # fmt: skip
+    assert to_messages(tool, AUTO) == (
+        "chat: message 1 has 'tool_calls', which curate does not carry (role and content only)"
+    )
+    skip = {"messages": [{"role": "user", "content": "a"},
+                         {"role": "assistant", "content": "b", "weight": 0}]}  # fmt: skip
+    assert "message 1 has 'weight'" in str(to_messages(skip, AUTO))
+    fine = {"messages": [{"role": "user", "content": "a", "ts": 1, "tool_calls": None},
+                         {"role": "assistant", "content": "b", "weight": 1}]}  # fmt: skip
+    assert to_messages(fine, AUTO) == [("user", "a"), ("assistant", "b")]
