@@ -81,6 +81,7 @@ def _chat_tokenizer(version: Version, stage: dict[str, Any]) -> dict[str, Any]:
     return {
         "source": main,
         "kind": kind,
+        **({"pattern": found["pattern"]} if "pattern" in found else {}),
         "fingerprint": hashlib.sha256(payload.encode()).hexdigest(),
         "id_type": id_type,
     }
@@ -146,7 +147,11 @@ class Tokens:
         if not re.fullmatch(r"[0-9a-f]{64}", theirs):
             from curate.tokenizers import tokenizer_fingerprint
 
-            theirs = tokenizer_fingerprint(tokenizer, kind=self.tokenizer.get("kind", "auto"))
+            theirs = tokenizer_fingerprint(  # a ranks file's pattern is the recipe's: the same
+                tokenizer,
+                kind=self.tokenizer.get("kind", "auto"),
+                pattern=self.tokenizer.get("pattern"),
+            )
         if theirs != self.fingerprint and not ignore:
             raise TokenizerMismatch(
                 f"{self.version.path} was tokenized with {self.tokenizer['source']} "

@@ -154,3 +154,22 @@ def test_blocks_refuse_conversations_with_a_loss_mask(tmp_path: Path) -> None:
     rows = tokens.rows(seed=1)
     assert len(rows) == tokens.version.counts["written"]
     assert set(next(iter(rows))) == {"input_ids", "labels"}
+
+
+def test_a_tiktoken_ranks_file_with_its_pattern_is_recognised(tmp_path: Path) -> None:
+    """The pattern of a ranks file is the recipe's, recorded in the manifest: the trainer
+    names the file, and the check uses that pattern (it failed for any explicit pattern)."""
+    import json
+
+    mc = pytest.importorskip("mistral_common")
+    data = json.loads((Path(mc.__file__).parent / "data" / "tekken_240911.json").read_text())
+    ranks = tmp_path / "tok.tiktoken"
+    ranks.write_text("".join(f"{t['token_bytes']} {t['rank']}\n" for t in data["vocab"][:4000]))
+    other = tmp_path / "other.tiktoken"
+    other.write_text("".join(f"{t['token_bytes']} {t['rank']}\n" for t in data["vocab"][:3000]))
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(20, dup_every=0))
+    stage = {"tokenize": {"source": str(ranks), "pattern": data["config"]["pattern"], "eos": False}}
+    version = curate.run(write_recipe(tmp_path, name="tk", stages=[stage]))
+    assert open_tokens(version.path.parent, tokenizer=ranks).num_tokens > 0
+    with pytest.raises(TokenizerMismatch):
+        open_tokens(version.path.parent, tokenizer=other)

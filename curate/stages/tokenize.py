@@ -136,6 +136,7 @@ class Tokenize(MapStage):
                 "path": str(src.main),
                 "files": file_digests(src),
                 "fingerprint": self.tokenizer_fingerprint(),
+                **({"pattern": self.p.pattern or ""} if src.kind == "tiktoken" else {}),
                 "vocab_size": enc.vocab_size,
                 "id_type": str(self.id_type()),
                 "special_tokens": dict(sorted(enc.special.items(), key=lambda kv: kv[1])[:64]),
