@@ -10,12 +10,14 @@ numbers (`file:line`) are the same as the text reader's.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
+from curate.chat.arrow_block import ArrowChatBlocks
 from curate.chat.shapes import Messages, to_messages
 from curate.chat.spec import ChatInput, messages_type
 from curate.errors import CurateError
@@ -48,17 +50,49 @@ def read_chat_jsonl(
     schema = chat.batch_schema(fields.keep_fields)
     rows: list[tuple[int, dict[str, Any], Messages, int]] = []
     size = 0
+    fast = ArrowChatBlocks(part.input.name, fields, chat) if ArrowChatBlocks.eligible(
+        fields, chat) else None  # fmt: skip
+    pending: list[tuple[int, bytes]] = []  # lines for the fast path, from an empty batch on
+    pending_size = 0
+
+    def per_line(number: int, raw: bytes) -> ReadChunk | None:
+        nonlocal rows, size
+        found = _record(raw, fields, chat)
+        if isinstance(found, str):
+            sink.bad(number, found, len(raw))
+            return None
+        rows.append((number, found[0], found[1], len(raw)))
+        size += len(raw)
+        if size < batch_bytes:
+            return None
+        chunk = ReadChunk(_batch(rows, part, fields, schema, sink), sink.take())
+        rows, size = [], 0
+        return chunk
+
+    def block(lines: list[tuple[int, bytes]]) -> Iterator[ReadChunk]:
+        """The lines as one Arrow batch, or line by line when Arrow cannot take them all:
+        the same batches and quarantine either way (curate.chat.arrow_block)."""
+        batch = fast.parse(lines, schema) if fast is not None else None
+        if batch is not None:
+            yield ReadChunk(batch, sink.take())
+            return
+        for number, raw in lines:
+            if (chunk := per_line(number, raw)) is not None:
+                yield chunk
+
     try:
         for number, raw in _lines(part, sink):
-            found = _record(raw, fields, chat)
-            if isinstance(found, str):
-                sink.bad(number, found, len(raw))
+            if fast is None or rows:
+                if (chunk := per_line(number, raw)) is not None:
+                    yield chunk
                 continue
-            rows.append((number, found[0], found[1], len(raw)))
-            size += len(raw)
-            if size >= batch_bytes:
-                yield ReadChunk(_batch(rows, part, fields, schema, sink), sink.take())
-                rows, size = [], 0
+            pending.append((number, raw))
+            pending_size += len(raw)
+            if pending_size >= batch_bytes:  # where the per-line path would end a batch
+                yield from block(pending)
+                pending, pending_size = [], 0
+        if pending:
+            yield from block(pending)
     except OSError as exc:
         raise CurateError(f"{part.input.name} cannot be read: {exc.strerror or exc}") from None
     batch = _batch(rows, part, fields, schema, sink)
@@ -86,7 +120,26 @@ def _record(
                                                and value is not False):  # fmt: skip
             return f"id field {fields.id_field!r} is missing or not a string or integer"
     messages = to_messages(record, chat)
-    return messages if isinstance(messages, str) else (record, messages)
+    if isinstance(messages, str):
+        return messages
+    if _SURROGATE_ESCAPE.search(raw):  # json.loads keeps a lone \ud800: not text, not UTF-8
+        if fields.id_field is not None and not _encodable(str(record[fields.id_field])):
+            return f"id field {fields.id_field!r} holds a lone surrogate (\\ud800-\\udfff)"
+        for i, (_, content) in enumerate(messages):
+            if not _encodable(content):
+                return f"chat: message {i} content holds a lone surrogate (\\ud800-\\udfff)"
+    return record, messages
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _batch(
