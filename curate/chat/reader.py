@@ -69,13 +69,20 @@ def read_chat_jsonl(
         rows, size = [], 0
         return chunk
 
+    misses = 0  # blocks in a row Arrow could not take: after a few, this input is not its kind
+
     def block(lines: list[tuple[int, bytes]]) -> Iterator[ReadChunk]:
         """The lines as one Arrow batch, or line by line when Arrow cannot take them all:
         the same batches and quarantine either way (curate.chat.arrow_block)."""
+        nonlocal fast, misses
         batch = fast.parse(lines, schema) if fast is not None else None
         if batch is not None:
+            misses = 0
             yield ReadChunk(batch, sink.take())
             return
+        misses += 1
+        if misses >= _MISSES:  # (ShareGPT records under shape: auto, say)
+            fast = None
         for number, raw in lines:
             if (chunk := per_line(number, raw)) is not None:
                 yield chunk
@@ -131,6 +138,7 @@ def _record(
     return record, messages
 
 
+_MISSES = 4
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 

@@ -27,19 +27,19 @@ TEXTS = ["hello", "naïve café", "日本語", "😀 emoji", "tab\there", "  pad
          "line\nbreak", "\u3000 ideographic", "x\x00y", "quote \" and \\ slash"]  # fmt: skip
 
 
-def conversation(rng: random.Random) -> list[dict[str, Any]]:
+def conversation(rng: random.Random, user: str = "user") -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
     if rng.random() < 0.3:
         turns.append({"role": "system", "content": rng.choice(TEXTS)})
     for _ in range(rng.randint(1, 3)):
-        turns.append({"role": rng.choice(["user", "human_alias"]), "content": rng.choice(TEXTS)})
+        turns.append({"role": rng.choice(["user", user]), "content": rng.choice(TEXTS)})
         turns.append({"role": "assistant", "content": rng.choice(TEXTS)})
     return turns
 
 
-def good_line(rng: random.Random, i: int) -> str:
+def good_line(rng: random.Random, i: int, user: str) -> str:
     record: dict[str, Any] = {"id": f"r{i}" if rng.random() < 0.8 else i,
-                              "messages": conversation(rng)}  # fmt: skip
+                              "messages": conversation(rng, user)}  # fmt: skip
     if rng.random() < 0.2:
         record["meta"] = {"source": "x", "n": [1, 2.5, None]}
     return json.dumps(record, ensure_ascii=rng.random() < 0.5)
@@ -113,11 +113,11 @@ def odd_line(rng: random.Random, i: int) -> str | bytes:
     return rng.choice(choices)
 
 
-def write(path: Path, seed: int, n: int, odd_share: float) -> None:
+def write(path: Path, seed: int, n: int, odd_share: float, user: str = "user") -> None:
     rng = random.Random(seed)
     lines: list[bytes] = []
     for i in range(n):
-        line = odd_line(rng, i) if rng.random() < odd_share else good_line(rng, i)
+        line = odd_line(rng, i) if rng.random() < odd_share else good_line(rng, i, user)
         lines.append(line if isinstance(line, bytes) else line.encode())
     path.write_bytes(b"\n".join(lines) + b"\n")
 
@@ -137,8 +137,11 @@ def read(folder: Path, fields: FieldSpec, batch_bytes: int) -> list[tuple[Any, A
 def test_fast_and_per_line_paths_agree(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, id_field: str | None, roles: dict
 ) -> None:
-    write(tmp_path / "a.jsonl", seed=1, n=600, odd_share=0.04)  # mostly clean blocks
-    write(tmp_path / "b.jsonl", seed=2, n=300, odd_share=0.3)  # mostly fallbacks
+    user = "human_alias" if roles else "user"  # a role only the mapping makes known
+    write(tmp_path / "a.jsonl", seed=1, n=600, odd_share=0.04, user=user)  # mostly clean
+    write(tmp_path / "b.jsonl", seed=2, n=300, odd_share=0.3, user=user)  # mostly fallbacks
+    # after a few blocks in a row it cannot take, the fast path stops trying in that input
+    write(tmp_path / "c.jsonl", seed=3, n=200, odd_share=0.0, user="robot")
     fields = FieldSpec("text", id_field, {}, chat=ChatInput(shape="auto", roles=roles))
     taken = []
     parse = arrow_block.ArrowChatBlocks.parse
