@@ -126,14 +126,13 @@ class TiktokenOptions:
     special_tokens: dict[str, int] | None = None
 
 
-def vocab_size(source: TokenizerSource, options: TiktokenOptions = TiktokenOptions()) -> int:
-    """The number of ids, without building an encoder (tiktoken's takes a second)."""
-    if source.kind == "tokenizer.json":
-        import tokenizers
+def vocab_size(source: TokenizerSource) -> int:
+    """A tokenizer.json's number of ids, without building an encoder (the other families'
+    come from `piece_encoder`, which also says their BOS and EOS)."""
+    import tokenizers
 
-        tok = tokenizers.Tokenizer.from_file(str(source.main))
-        return int(tok.get_vocab_size(with_added_tokens=True))
-    return piece_encoder(source, 1, options).vocab_size
+    tok = tokenizers.Tokenizer.from_file(str(source.main))
+    return int(tok.get_vocab_size(with_added_tokens=True))
 
 
 def piece_encoder(
@@ -280,6 +279,8 @@ class PieceChatTokenizer(ChatTokenizer):
             lengths = lengths.astype(np.int64)
         else:
             flat, lengths = empty.astype(np.uint32), empty
+        first = np.zeros(len(lengths), np.int64)  # each piece's first token in `flat`
+        np.cumsum(lengths[:-1], out=first[1:])
         is_piece, conv, start, end = layout.is_piece, layout.conv, layout.start, layout.end
         base, per_conv, sp = layout.base, layout.per_conv, layout.special
         n_items = len(is_piece)
@@ -301,16 +302,14 @@ class PieceChatTokenizer(ChatTokenizer):
         if self.dummy and len(flat):
             # SentencePiece's prefix space as a token of its own has no characters: at a
             # span's first character it overlaps nothing (the overlap rule), so it is off
-            first = np.zeros(len(pieces), np.int64)
-            np.cumsum(lengths[:-1], out=first[1:])
             head = first[at_span_start[is_piece] & (lengths > 0)]
             piece_mask[head[self.table[flat[head]] == self.dummy]] = 0
         bad: dict[int, Unmappable] = {}
         straddle = is_piece & ((overlaps & ~inside) | irregular)
         if straddle.any():
             chosen = (np.cumsum(is_piece) - 1)[straddle]  # their piece numbers
-            bad = self._token_mask(layout, flat, lengths, chosen, spans, (s, e, base, regular),
-                                   piece_mask)  # fmt: skip
+            bad = self._token_mask(layout, flat, lengths, first, chosen, spans,
+                                   (s, e, base, regular), piece_mask)  # fmt: skip
         special_mask = overlaps[~is_piece].astype(np.uint8)
         for k in np.flatnonzero(irregular[~is_piece]):
             _, at, length = (int(v) for v in sp[k])
@@ -325,9 +324,7 @@ class PieceChatTokenizer(ChatTokenizer):
         ids = np.empty(total, np.uint32)
         mask = np.empty(total, np.uint8)
         if len(flat):
-            first_tok = np.zeros(len(lengths), np.int64)
-            np.cumsum(lengths[:-1], out=first_tok[1:])
-            dest = np.arange(len(flat)) + np.repeat(offset[:-1][is_piece] - first_tok, lengths)
+            dest = np.arange(len(flat)) + np.repeat(offset[:-1][is_piece] - first, lengths)
             ids[dest], mask[dest] = flat, piece_mask
         if len(sp):
             dest = offset[:-1][~is_piece]
@@ -341,14 +338,13 @@ class PieceChatTokenizer(ChatTokenizer):
         return out
 
     def _token_mask(
-        self, layout: Layout, flat: np.ndarray, lengths: np.ndarray, chosen: np.ndarray,
-        spans: list[list[Span]], batch_spans: tuple[np.ndarray, ...], out: np.ndarray,
+        self, layout: Layout, flat: np.ndarray, lengths: np.ndarray, first: np.ndarray,
+        chosen: np.ndarray, spans: list[list[Span]], batch_spans: tuple[np.ndarray, ...],
+        out: np.ndarray,
     ) -> dict[int, Unmappable]:  # fmt: skip
         """The overlap rule token by token for the `chosen` pieces (written into `out`),
         from each token's characters; the conversations whose chosen pieces' tokens do not
         add up to their bytes are returned, never guessed."""
-        first = np.zeros(len(lengths), np.int64)
-        np.cumsum(lengths[:-1], out=first[1:])
         sub_lengths = lengths[chosen]
         sub_first = np.zeros(len(chosen), np.int64)
         np.cumsum(sub_lengths[:-1], out=sub_first[1:])

@@ -44,7 +44,7 @@ from curate.io.chat_packing import ChatPackSpec
 from curate.io.packing import NUM_TOKENS, TOKENS
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
 from curate.stages.tokenize import PackParams, id_type
-from curate.tokenizers.encoders import library_versions
+from curate.tokenizers.encoders import Encoder, library_versions
 from curate.tokenizers.identity import file_digests
 from curate.tokenizers.source import TokenizerSource, resolve_source
 
@@ -176,9 +176,19 @@ class ChatTemplate(MapStage):
         if found is None:
             defaults = getattr(tok, "defaults", None)
             if defaults is None and self.source.kind != "tokenizer.json":
-                defaults = piece_encoder(self.source, 1, self.options).defaults
+                defaults = self._format_encoder().defaults
             found = special_tokens_map(self.source, defaults)
             self.__dict__["_special_tokens_map"] = found
+        return found
+
+    def _format_encoder(self) -> Encoder:
+        """The SentencePiece, tekken or tiktoken encoder without its tables (the driver's
+        vocabulary size and BOS/EOS): built once, a tekken file is parsed in a fifth of a
+        second."""
+        found: Encoder | None = self.__dict__.get("_format_encoder_object")
+        if found is None:
+            found = piece_encoder(self.source, 1, self.options)
+            self.__dict__["_format_encoder_object"] = found
         return found
 
     def uses_generation_tags(self) -> bool:
@@ -242,7 +252,12 @@ class ChatTemplate(MapStage):
         size: int | None = self.__dict__.get("_vocab_size")
         if size is None:
             loaded = self.__dict__.get("_loaded_objects")
-            size = loaded[0].vocab_size if loaded else vocab_size(self.source, self.options)
+            if loaded:
+                size = loaded[0].vocab_size
+            elif self.source.kind == "tokenizer.json":
+                size = vocab_size(self.source)
+            else:
+                size = self._format_encoder().vocab_size
             self.__dict__["_vocab_size"] = size
         return id_type(size)
 
