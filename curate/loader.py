@@ -27,8 +27,6 @@ types), never cut into fixed-length blocks.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import sys
 from collections.abc import Iterator
@@ -72,17 +70,16 @@ def _chat_tokenizer(version: Version, stage: dict[str, Any]) -> dict[str, Any]:
     main = str(stage["details"]["chat_template"]["tokenizer"])
     kind = stage["details"]["chat_template"].get("tokenizer_kind", "tokenizer.json")
     digest = stage["software"].get(f"tokenizer_sha256:{Path(main).name}", "")
-    found: dict[str, Any] = {"kind": kind, "sha256": digest}
-    if kind == "tiktoken":  # as curate.tokenizers.identity.fingerprint_of
-        found["pattern"] = stage["details"]["chat_template"].get("pattern", "")
-    payload = json.dumps(found, sort_keys=True)
+    from curate.tokenizers.identity import fingerprint_from
+
+    pattern = stage["details"]["chat_template"].get("pattern")  # tiktoken ranks only
     types = {f["name"]: f["type"] for f in version.manifest["schema"]}
     id_type = "uint32" if "uint32" in types.get(TOKENS, "") else "uint16"
     return {
         "source": main,
         "kind": kind,
-        **({"pattern": found["pattern"]} if "pattern" in found else {}),
-        "fingerprint": hashlib.sha256(payload.encode()).hexdigest(),
+        **({"pattern": pattern} if pattern is not None else {}),
+        "fingerprint": fingerprint_from(kind, digest, pattern),
         "id_type": id_type,
     }
 

@@ -39,8 +39,14 @@ def file_digests(source: TokenizerSource) -> dict[str, str]:
 
 
 def fingerprint_of(source: TokenizerSource, pattern: str | None = None) -> str:
-    payload = {"kind": source.kind, "sha256": file_sha256(source.main)}
-    if source.kind == "tiktoken":
+    return fingerprint_from(source.kind, file_sha256(source.main), pattern)
+
+
+def fingerprint_from(kind: str, sha256: str, pattern: str | None = None) -> str:
+    """A tokenizer's fingerprint from its kind, its main file's digest and, for a tiktoken
+    ranks file, the split pattern (a manifest records all three)."""
+    payload = {"kind": kind, "sha256": sha256}
+    if kind == "tiktoken":
         payload["pattern"] = pattern or ""
     blob = json.dumps(payload, sort_keys=True).encode()
     return hashlib.sha256(blob).hexdigest()
