@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from curate.chat.reader import messages_array
+from curate.chat.reader import lone_surrogate, messages_array
 from curate.chat.shapes import to_messages
 from curate.chat.spec import MESSAGES, ChatInput
 from curate.engines.local_collective import LocalSummaries
@@ -197,6 +197,8 @@ def _chat_table(
         found = to_messages(dict(record), chat) if isinstance(record, Mapping) else (
             "line is not a JSON object"
         )  # fmt: skip
+        if not isinstance(found, str):  # as the reader: never a crash building the column
+            found = lone_surrogate(found) or found
         if isinstance(found, str):
             bad_ids.append(rid)
             reasons.append(found)

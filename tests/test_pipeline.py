@@ -106,6 +106,20 @@ def test_chat_records_in_memory_equal_a_run_packed(tmp_path: Path) -> None:
     assert version.counts["quarantined"] == 1
 
 
+def test_chat_records_with_a_lone_surrogate_are_quarantined_as_the_reader_does() -> None:
+    records = [
+        {"id": "ok", "messages": [{"role": "user", "content": "a"},
+                                  {"role": "assistant", "content": "b"}]},
+        {"id": "bad", "messages": [{"role": "user", "content": "a\ud800"},
+                                   {"role": "assistant", "content": "b"}]},
+    ]  # fmt: skip
+    result = Pipeline(chat="messages").add("normalize").process(records)
+    assert result.table.column("id").to_pylist() == ["ok"]
+    assert result.quarantined.to_pylist() == [
+        {"id": "bad", "reason": "chat: message 0 content holds a lone surrogate (\\ud800-\\udfff)"}
+    ]
+
+
 def test_chat_pipeline_refuses_stages_for_text() -> None:
     import pytest
 

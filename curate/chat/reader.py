@@ -132,10 +132,19 @@ def _record(
     if _SURROGATE_ESCAPE.search(raw):  # json.loads keeps a lone \ud800: not text, not UTF-8
         if fields.id_field is not None and not _encodable(str(record[fields.id_field])):
             return f"id field {fields.id_field!r} holds a lone surrogate (\\ud800-\\udfff)"
-        for i, (_, content) in enumerate(messages):
-            if not _encodable(content):
-                return f"chat: message {i} content holds a lone surrogate (\\ud800-\\udfff)"
+        problem = lone_surrogate(messages)
+        if problem is not None:
+            return problem
     return record, messages
+
+
+def lone_surrogate(messages: Messages) -> str | None:
+    """Why these messages cannot be text (a content holding a lone surrogate, which
+    json.loads keeps from a `\\ud800` escape and UTF-8 cannot hold), or None."""
+    for i, (_, content) in enumerate(messages):
+        if not _encodable(content):
+            return f"chat: message {i} content holds a lone surrogate (\\ud800-\\udfff)"
+    return None
 
 
 _MISSES = 4
