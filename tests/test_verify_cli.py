@@ -74,3 +74,38 @@ def test_manifest_schema_violation_is_reported(version: curate.Version) -> None:
     path.write_text(json.dumps(m))
     code, out = check(version.path)
     assert code == 1 and "does not match the manifest schema" in out
+
+
+def point_first_shard_at(version: curate.Version, path: str) -> None:
+    """The manifest's first shard record made to name `path` (size and hash still right)."""
+    writable(version.path)
+    manifest = version.path / "manifest.json"
+    m = json.loads(manifest.read_text())
+    m["shards"][0]["path"] = path
+    manifest.write_text(json.dumps(m))
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink"])
+def test_a_shard_path_leaving_the_version_fails(
+    version: curate.Version, tmp_path: Path, how: str
+) -> None:
+    # A copy of the shard outside the version, with the same bytes: following the manifest
+    # there would find the right size and hash, and call a version OK that reads elsewhere.
+    shard = version.shard_paths[0]
+    rel = shard.relative_to(version.path).as_posix()
+    outside = tmp_path / "elsewhere.arrow"
+    outside.write_bytes(shard.read_bytes())
+    writable(version.path)
+    shard.unlink()
+    if how == "dotdot":
+        named = os.path.relpath(outside, version.path)
+        point_first_shard_at(version, named)
+    elif how == "absolute":
+        named = str(outside)
+        point_first_shard_at(version, named)
+    else:
+        named = rel
+        shard.symlink_to(outside)
+    code, out = check(version.path)
+    assert code == 1, out
+    assert f"{named}: leads outside the version folder" in out

@@ -124,3 +124,68 @@ def test_a_damaged_manifest_is_a_one_line_error(version: curate.Version, tmp_pat
         assert result.exit_code == 2 and "Traceback" not in result.output
         assert result.stderr.startswith(f"error: {copy / 'manifest.json'} {says}")
         assert len(result.stderr.splitlines()) == 1 and "curate verify" in result.stderr
+
+
+def crafted_copy(original: curate.Version, folder: Path, **changes: object) -> curate.Version:
+    """A writable copy of the version whose manifest has `changes` applied."""
+    import json
+    import shutil
+
+    shutil.copytree(original.path, folder)
+    for p in [folder, *folder.rglob("*")]:
+        p.chmod(0o750 if p.is_dir() else 0o640)
+    m = json.loads((folder / "manifest.json").read_text())
+    for key, value in changes.items():
+        if key == "first_shard":
+            m["shards"][0]["path"] = str(value).format(tmp=folder.parent.parent)
+        else:
+            m[key] = value
+    (folder / "manifest.json").write_text(json.dumps(m))
+    return curate.Version(folder)
+
+
+def everything_outside(folder: Path, cache: Path) -> set[Path]:
+    return {p for p in folder.rglob("*") if p != cache and not p.is_relative_to(cache)}
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"first_shard": "../../../escape/x.arrow"},
+        {"first_shard": "{tmp}/abs-escape/x.arrow"},
+        {"dataset": "../../.."},
+        {"dataset": "../../escape", "version": "../../escape"},
+    ],
+    ids=["shard-dotdot", "shard-absolute", "dataset-dotdot", "dataset-and-version"],
+)
+def test_to_dataset_makes_nothing_outside_its_view(
+    version: curate.Version, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: dict
+) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CURATE_CACHE", str(cache))
+    crafted = crafted_copy(version, tmp_path / "crafted" / "v1", **changes)
+    before = everything_outside(tmp_path, cache)
+    error: Exception | None = None
+    try:
+        crafted.to_dataset()
+    except Exception as exc:  # at the starting commit: whatever following the paths gave
+        error = exc
+    assert everything_outside(tmp_path, cache) - before == set()
+    if "first_shard" in changes:
+        assert isinstance(error, curate.CurateError), error
+        assert f"{crafted.path / 'manifest.json'}: shards[0].path" in str(error)
+        assert "leads outside" in str(error)
+    else:  # the names are only labels: the view is made, inside the cache
+        assert error is None
+
+
+def test_two_roots_with_the_same_recipe_have_their_own_views(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CURATE_CACHE", str(project / "cache"))
+    a = curate.run(write_recipe(project, output={"root": "a", "fsync": False}))
+    b = curate.run(write_recipe(project, output={"root": "b", "fsync": False}))
+    assert (a.dataset, a.name, a.fingerprint) == (b.dataset, b.name, b.fingerprint)
+    for version in (a, b):
+        files = [f["filename"] for f in version.to_dataset().cache_files]
+        assert files and all(Path(f).resolve().is_relative_to(version.path) for f in files), files

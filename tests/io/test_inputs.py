@@ -296,3 +296,25 @@ def test_member_paths_are_what_is_read(tmp_path: Path) -> None:
         [str(tmp_path / "hf" / "data-00000-of-00001.arrow"), str(tmp_path / "hf" / "state.json")],
         [str(tmp_path / "x.jsonl")],
     ]
+
+
+@pytest.mark.parametrize("how", ["dotdot", "absolute", "symlink"])
+def test_a_saved_dataset_reads_nothing_outside_its_folder(tmp_path: Path, how: str) -> None:
+    # Another user's dataset (a curate version on a shared root) used as an input must not
+    # make this run read files beside it that its owner could not read.
+    folder = write_hf_folder(tmp_path / "theirs" / "v1", [pa.table({"text": ["public"]})])
+    secret = write_hf_folder(tmp_path / "mine", [pa.table({"text": ["private"]})])
+    target = secret / "data-00000-of-00001.arrow"
+    state = json.loads((folder / "state.json").read_text())
+    if how == "symlink":
+        (folder / "data-00000-of-00001.arrow").unlink()
+        (folder / "data-00000-of-00001.arrow").symlink_to(target)
+    else:
+        named = os.path.relpath(target, folder) if how == "dotdot" else str(target)
+        state["_data_files"].append({"filename": named})
+    (folder / "state.json").write_text(json.dumps(state))
+    with pytest.raises(CurateError) as exc:
+        discover_inputs(["theirs/v1"], tmp_path)
+    message = str(exc.value)
+    assert message.startswith(f"{folder / 'state.json'}: _data_files[")
+    assert "leads outside" in message
