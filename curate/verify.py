@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from curate.io.hf_layout import hf_files
 from curate.manifest import Manifest
+from curate.paths import escape
 
 
 def sha256_file(path: Path) -> str:
@@ -49,6 +50,10 @@ def verify(folder: Path) -> list[str]:
     listed = {"manifest.json", *layout}
     for record in [*manifest.shards, *manifest.rejected, *manifest.quarantine]:
         listed.add(record.path)
+        problem = escape(folder, record.path)
+        if problem is not None:  # a copy elsewhere with the right bytes must not pass
+            problems.append(f"{record.path}: leads outside the version folder ({problem})")
+            continue
         file = folder / record.path
         if not file.is_file():
             problems.append(f"{record.path}: missing")
@@ -63,8 +68,12 @@ def verify(folder: Path) -> list[str]:
         if rel not in listed:
             problems.append(f"{rel}: not part of the version (extra file)")
     for name in sorted(layout):
-        if not (folder / name).is_file():
+        problem = escape(folder, name)
+        if problem is not None:  # a split named '..'
+            problems.append(f"{name}: leads outside the version folder ({problem})")
+        elif not (folder / name).is_file():
             problems.append(f"{name}: missing")
+    problems += _state_problems(folder, manifest)
     c = manifest.counts
     if c.read != c.written + c.removed_total + c.quarantined:
         problems.append(
@@ -76,6 +85,28 @@ def verify(folder: Path) -> list[str]:
         problems.append(f"shards hold {held} documents, counts say {c.written}")
     if manifest.splits is not None:
         problems += _split_problems(manifest)
+    return problems
+
+
+def _state_problems(folder: Path, manifest: Manifest) -> list[str]:
+    """Each state.json lists exactly its split's shards from the manifest, in order: what
+    `datasets.load_from_disk` reads is what was hashed above."""
+    problems = []
+    names = list(manifest.splits.splits) if manifest.splits is not None else [None]
+    for split in names:
+        state = f"{split}/state.json" if split else "state.json"
+        if escape(folder, state) is not None or not (folder / state).is_file():
+            continue  # reported above
+        prefix = f"{split}/" if split else ""
+        want = [s.path.removeprefix(prefix) for s in manifest.shards if s.split == split]
+        try:
+            data = json.loads((folder / state).read_text())
+            have = [entry["filename"] for entry in data["_data_files"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            problems.append(f"{state}: not a datasets state.json (no '_data_files' list)")
+            continue
+        if have != want:
+            problems.append(f"{state}: lists other files than the manifest's shards")
     return problems
 
 

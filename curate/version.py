@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from curate.errors import CurateError
-from curate.io.hf_layout import hf_files
 from curate.io.shards import read_stream
+from curate.paths import inside
 from curate.sizes import format_size
 
 if TYPE_CHECKING:
@@ -105,10 +105,19 @@ class Version:
         record = self.manifest.get("splits")
         return list(record["splits"]) if record else []
 
+    def _files(self, key: str) -> builtins.list[tuple[dict[str, Any], Path]]:
+        """The manifest's file records under `key` with their paths, each checked to stay
+        inside the version (a crafted manifest must not make a reader serve other files)."""
+        source = self.path / "manifest.json"
+        return [
+            (r, inside(self.path, r.get("path"), source=source, field=f"{key}[{i}].path"))
+            for i, r in enumerate(self.manifest[key])
+        ]
+
     @property
     def shard_paths(self) -> builtins.list[Path]:
         """Every shard of the version, of every split."""
-        return [self.path / s["path"] for s in self.manifest["shards"]]
+        return [path for _, path in self._files("shards")]
 
     def split_shard_paths(self, split: str | None = None) -> builtins.list[Path]:
         """The shards of one split; without splits, all of them (then `split` must be None)."""
@@ -121,7 +130,7 @@ class Version:
         if split is not None and split not in splits:
             have = f"its splits are {', '.join(splits)}" if splits else "it has no splits"
             raise CurateError(f"{self.path} has no split {split!r}: {have}")
-        return [self.path / s["path"] for s in self.manifest["shards"] if s.get("split") == split]
+        return [path for s, path in self._files("shards") if s.get("split") == split]
 
     def schema(self) -> pa.Schema:
         with pa.memory_map(str(self.shard_paths[0])) as source:
@@ -147,36 +156,21 @@ class Version:
         """Each removed document's id, stage and reason (and what it duplicated)."""
         from curate.stages.base import REJECTED_SCHEMA
 
-        files = self.manifest["rejected"]
-        return _concat([read_stream(self.path / f["path"]) for f in files], REJECTED_SCHEMA)
+        files = self._files("rejected")
+        return _concat([read_stream(path) for _, path in files], REJECTED_SCHEMA)
 
     def quarantined(self) -> pa.Table:
         """Each unreadable record's file, line, reason and size (never its content)."""
         from curate.io.batches import QUARANTINE_SCHEMA
 
-        files = self.manifest["quarantine"]
-        return _concat([read_stream(self.path / f["path"]) for f in files], QUARANTINE_SCHEMA)
+        files = self._files("quarantine")
+        return _concat([read_stream(path) for _, path in files], QUARANTINE_SCHEMA)
 
     def view_folder(self) -> Path:
         """A folder of symlinks to this version's files, where `datasets` may write its caches."""
-        view = cache_dir() / "views" / f"{self.dataset}-{self.name}-{self.fingerprint[:12]}"
-        marker = view / ("dataset_dict.json" if self.splits else "state.json")
-        if not marker.exists():
-            tmp = view.with_name(view.name + f".tmp-{os.getpid()}")
-            for shard in self.manifest["shards"]:
-                link = tmp / shard["path"]
-                link.parent.mkdir(parents=True, exist_ok=True)
-                link.symlink_to(self.path / shard["path"])
-            for name in sorted(hf_files(self.splits)):
-                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
-                (tmp / name).symlink_to(self.path / name)
-            try:
-                os.rename(tmp, view)
-            except OSError:  # another process made the same view first
-                import shutil
+        from curate.views import view_folder
 
-                shutil.rmtree(tmp, ignore_errors=True)
-        return view
+        return view_folder(self, cache_dir())
 
     def to_dataset(self, split: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
         """A memory-mapped `datasets.Dataset`; `.map()` caches go to curate's cache folder.

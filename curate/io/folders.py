@@ -17,6 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.paths import inside
 
 TEXT_SUFFIXES = (".txt", ".md")
 HF_STATE = "state.json"
@@ -71,10 +72,12 @@ def hf_shards(folder: str) -> list[Member]:
             f"{state_path} is not a datasets state.json (no '_data_files' list of filenames)"
         ) from None
     members = []
-    for name in [*files, HF_STATE]:
+    for i, name in enumerate([*files, HF_STATE]):
         if not isinstance(name, str):
             raise CurateError(f"{state_path} lists a shard that is not a file name: {name!r}")
-        path = os.path.join(folder, name)
+        # another user's version on a shared root must not make this run read beside it
+        field = f"_data_files[{i}].filename" if i < len(files) else "itself"
+        path = str(inside(folder, name, source=state_path, field=field))
         st = _stat(path, folder)
         if not stat.S_ISREG(st.st_mode):
             raise CurateError(f"{path} (listed in {state_path}) is not a regular file")

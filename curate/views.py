@@ -1,0 +1,79 @@
+"""The folder of symlinks `Version.to_dataset()` hands to `datasets`, under curate's cache.
+
+`datasets` writes `.map()` caches beside the files it loaded; a view keeps them out of
+the read-only version. A view is named by a hash of the version's real path and its
+fingerprint, never by names read from the manifest: two output roots built from the
+same recipe each get their own view, and a manifest's `dataset` or `version` cannot
+move a view out of the cache (they appear only as a sanitized label). Every path the
+view links to is checked to stay inside the version (`curate.paths.inside`), and so
+are the files each `state.json` tells `datasets` to read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from curate.errors import CurateError
+from curate.io.hf_layout import hf_files
+from curate.paths import inside
+
+if TYPE_CHECKING:
+    from curate.version import Version
+
+
+def view_folder(version: Version, cache: Path) -> Path:
+    """The version's view under `cache`/views, made (atomically, by rename) if missing."""
+    views = cache / "views"
+    key = hashlib.sha256(f"{version.path}\0{version.fingerprint}".encode()).hexdigest()[:20]
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{version.dataset}-{version.name}")[:60].lstrip(".")
+    view = views / f"{label}-{key}"
+    links = _links(version)  # checked every time: the version's files are what is served
+    marker = view / ("dataset_dict.json" if version.splits else "state.json")
+    if not marker.exists():
+        tmp = views / f".{view.name}.tmp-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        for rel, target in links.items():
+            link = tmp / rel  # rel was checked: relative, no '..'
+            link.parent.mkdir(parents=True, exist_ok=True)
+            link.symlink_to(target)
+        try:
+            os.rename(tmp, view)
+        except OSError:  # another process made the same view first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return view
+
+
+def _links(version: Version) -> dict[str, Path]:
+    """Relative path in the view -> the version's file, each checked to stay inside."""
+    manifest = version.path / "manifest.json"
+    links: dict[str, Path] = {}
+    for i, shard in enumerate(version.manifest["shards"]):
+        rel = shard.get("path") if isinstance(shard, dict) else None
+        links[str(rel)] = inside(version.path, rel, source=manifest, field=f"shards[{i}].path")
+    for name in sorted(hf_files(version.splits)):
+        links[name] = inside(version.path, name, source=manifest, field="splits")
+    for split in version.splits:
+        _check_state(version.path / split)
+    if not version.splits:
+        _check_state(version.path)
+    return links
+
+
+def _check_state(folder: Path) -> None:
+    """The files a state.json makes `datasets` read stay inside its folder."""
+    path = folder / "state.json"
+    try:
+        files = [entry["filename"] for entry in json.loads(path.read_text())["_data_files"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise CurateError(
+            f"{path} is not a datasets state.json (no '_data_files' list); "
+            "`curate verify` checks the version"
+        ) from None
+    for i, name in enumerate(files):
+        inside(folder, name, source=path, field=f"_data_files[{i}].filename")
