@@ -32,6 +32,7 @@ from curate.io.shards import write_table
 from curate.manifest import FileRecord, Manifest, reconcile
 from curate.phases import mark
 from curate.plan import check_columns, make_plan
+from curate.quarantine_limits import check_run
 from curate.recipe import Recipe
 from curate.sizes import format_size
 from curate.software import host, versions
@@ -140,7 +141,7 @@ class Build:
             barrier_positions=[position[id(s.barrier)] if s.barrier else -1 for s in segments],
             partitions=plan_partitions(self.files, r.partition_size),
             fields=fields,
-            on_error=r.on_error,
+            on_error=r.on_error_policy.mode,
             final_schema=check_columns(self.stages, fields.schema()),
             shard_bytes=r.output.shard_size,
             fsync=r.output.fsync,
@@ -149,6 +150,7 @@ class Build:
             batch_bytes=r.batch_size,
             packing=packing_for(self.stages),
             split=r.split,
+            stop_early=r.on_error_policy.mode == "quarantine" and r.on_error_policy.stop_early,
         )
 
     def _publish(
@@ -174,6 +176,7 @@ class Build:
         side = _collect_side_outputs(result.records, job.staging, out, r.output.rejected)
         counts = accounting.count_documents(stages, result.records)
         reconcile(counts)
+        check_run(result.records[0], r.on_error_policy)
         mark("publish")
         with self.store.publishing() as version:
             manifest = Manifest(

@@ -31,6 +31,7 @@ from pydantic_core import PydanticCustomError
 from curate.chat.spec import ChatInput
 from curate.errors import CurateError
 from curate.io.splits import SplitSpec
+from curate.quarantine_limits import OnError, on_error_schema
 from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams
 from curate.stages.registry import resolve
@@ -214,8 +215,12 @@ class Recipe(_Strict):
         description="Inputs count as unchanged by path, size and mtime (nothing read), or by "
         "content hash (read once, cached by path, size and mtime).",
     )
-    on_error: Literal["quarantine", "fail"] = Field(
-        "quarantine", description="Bad records: set aside in quarantine/, or stop the run."
+    on_error: OnError = Field(
+        "quarantine",  # a mode stands for {mode: ...}
+        validate_default=True,
+        json_schema_extra=on_error_schema,
+        description="Bad records: set aside in quarantine/ (failing the run when too many are), "
+        "or stop the run at the first; a mode, or a mapping of the settings below.",
     )
     partition_size: ByteSize = Field(128 * 10**6, description="Target input bytes per partition.")
     batch_size: ByteSize = Field(
@@ -252,6 +257,16 @@ class Recipe(_Strict):
                 {"problems": problems, "message": str(_StageProblems(problems))},
             )
         return specs
+
+    @field_validator("on_error", mode="before")
+    @classmethod
+    def _on_error(cls, value: Any) -> Any:
+        return {"mode": value} if isinstance(value, str) else value
+
+    @property
+    def on_error_policy(self) -> OnError:
+        """`on_error` as its mapping, whichever form the recipe used."""
+        return self.on_error
 
     @model_validator(mode="after")
     def _record_shape(self) -> Recipe:
@@ -357,7 +372,13 @@ def _validate(data: Any, source: str, node: yaml.Node | None, base_dir: Path) ->
     except ValidationError as exc:
         problems = _unknown_key_hint(
             _pydantic_problems(exc, ()),
-            {(): Recipe, ("output",): OutputSpec, ("engine",): EngineSpec, ("split",): SplitSpec},
+            {
+                (): Recipe,
+                ("output",): OutputSpec,
+                ("engine",): EngineSpec,
+                ("split",): SplitSpec,
+                ("on_error",): OnError,
+            },
         )
         lines = []
         for loc, msg in problems:

@@ -44,10 +44,16 @@ def _table(model: type[BaseModel], prefix: str = "") -> list[str]:
         if name == "stages":
             continue
         kind = "size" if "parse_size" in repr(field.metadata) else _type(field.annotation)
-        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+        desc = (field.description or "").replace("|", "\\|")
+        if field.annotation in _SECTIONS:
             rows.append(f"| `{prefix}{name}` | mapping | | see `{name}` below |")
             continue
-        desc = (field.description or "").replace("|", "\\|")
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+            mode = field.annotation.model_fields.get("mode")  # `on_error: fail` is {mode: fail}
+            kind = f"{_type(mode.annotation)}, or mapping" if mode is not None else "mapping"
+            rows.append(f"| `{prefix}{name}` | {kind} | {_default(field)} | {desc} |")
+            rows += _table(field.annotation, f"{prefix}{name}.")[2:]
+            continue
         nested = _optional_model(field.annotation)
         if nested is not None:  # a block of its own settings, or null: one row per setting
             on = "`None` (off)" if field.default is None else "on, as below"
@@ -56,6 +62,9 @@ def _table(model: type[BaseModel], prefix: str = "") -> list[str]:
             continue
         rows.append(f"| `{prefix}{name}` | {kind} | {_default(field)} | {desc} |")
     return rows
+
+
+_SECTIONS = (OutputSpec, EngineSpec)  # tables of their own, after the top level
 
 
 def _optional_model(annotation: Any) -> type[BaseModel] | None:

@@ -18,13 +18,13 @@ import numpy as np
 import pyarrow as pa
 
 from curate.chat.arrow_block import ArrowChatBlocks
-from curate.chat.shapes import Messages, to_messages
+from curate.chat.shapes import NO_CONVERSATION, NOT_A_LIST, Messages, to_messages
 from curate.chat.spec import ChatInput, messages_type
 from curate.errors import CurateError
-from curate.io.batches import FieldSpec, ReadChunk
+from curate.io.batches import FieldSpec, ReadChunk, field_names
 from curate.io.compressed import StreamBroken, decompressed
 from curate.io.partitions import Partition
-from curate.io.records import ErrorSink
+from curate.io.records import ErrorSink, FieldProblem
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -60,6 +60,9 @@ def read_chat_jsonl(
         found = _record(raw, fields, chat)
         if isinstance(found, str):
             sink.bad(number, found, len(raw))
+            return None
+        if isinstance(found, FieldProblem):
+            sink.bad(number, found.reason, len(raw), fields=found.fields)
             return None
         rows.append((number, found[0], found[1], len(raw)))
         size += len(raw)
@@ -110,7 +113,7 @@ def read_chat_jsonl(
 
 def _record(
     raw: bytes, fields: FieldSpec, chat: ChatInput
-) -> str | tuple[dict[str, Any], Messages]:
+) -> str | FieldProblem | tuple[dict[str, Any], Messages]:
     try:
         record = json.loads(raw)
     except UnicodeDecodeError as exc:
@@ -125,9 +128,12 @@ def _record(
         value = record.get(fields.id_field)
         if not isinstance(value, str) and not (isinstance(value, int) and value is not True
                                                and value is not False):  # fmt: skip
-            return f"id field {fields.id_field!r} is missing or not a string or integer"
+            reason = f"id field {fields.id_field!r} is missing or not a string or integer"
+            return FieldProblem(reason, field_names(record))
     messages = to_messages(record, chat)
     if isinstance(messages, str):
+        if messages == NO_CONVERSATION or messages.endswith(NOT_A_LIST):
+            return FieldProblem(messages, field_names(record))
         return messages
     if _SURROGATE_ESCAPE.search(raw):  # json.loads keeps a lone \ud800: not text, not UTF-8
         if fields.id_field is not None and not _encodable(str(record[fields.id_field])):

@@ -14,6 +14,10 @@ from curate.chat.spec import ROLES, ChatInput
 
 Messages = list[tuple[str, str]]
 
+NO_CONVERSATION = "chat: no messages, conversations or instruction field"
+NOT_A_LIST = ", not an array of messages"
+"""The reasons that say a record lacks the field a chat shape reads (a setting to check)."""
+
 SHAREGPT_ROLES = {"human": "user", "gpt": "assistant", "system": "system", "tool": "tool"}
 
 UNCARRIED = frozenset(
@@ -47,7 +51,7 @@ def to_messages(record: dict[str, Any], spec: ChatInput) -> Messages | str:
     """The record's messages, or why it cannot be a conversation."""
     shape = shape_of(record, spec)
     if shape is None:
-        return "chat: no messages, conversations or instruction field"
+        return NO_CONVERSATION
     if shape == "alpaca":
         found = _alpaca(record, spec)
     else:
@@ -63,7 +67,7 @@ def _turns(
 ) -> Messages | str:
     turns = record.get(field)
     if not isinstance(turns, list):
-        return f"chat: {field!r} is {_kind(turns)}, not an array of messages"
+        return f"chat: {field!r} is {_kind(turns)}{NOT_A_LIST}"
     out: Messages = []
     role_key, content_key = keys
     for i, turn in enumerate(turns):

@@ -41,6 +41,7 @@ class Job:
     batch_bytes: int = 8 << 20
     packing: PackSpec | None = None  # rows packed per partition by the shard writer
     split: SplitSpec | None = None  # held-out splits, decided per document by the shard writer
+    stop_early: bool = False  # a partition all quarantined for one field fails the run at once
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
         seg = self.segments[pass_index]
@@ -64,6 +65,7 @@ class Job:
             batch_bytes=self.batch_bytes,
             packing=self.packing,
             split=self.split,
+            stop_early=self.stop_early,
         )
 
 

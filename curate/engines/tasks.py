@@ -36,6 +36,7 @@ from curate.io.readers import read_partition
 from curate.io.shards import read_stream, write_table
 from curate.io.splits import SplitSpec
 from curate.phases import mark
+from curate.quarantine_limits import check_partition, tally
 from curate.stages.base import (
     ORDER,
     REJECTED_SCHEMA,
@@ -96,6 +97,7 @@ class PassTask:
     extra: dict[str, Any] = field(default_factory=dict)
     packing: PackSpec | None = None
     split: SplitSpec | None = None  # held-out splits, decided per document at shard writing
+    stop_early: bool = False  # fail when every record of the partition lacks the same field
 
     @property
     def final(self) -> bool:
@@ -220,6 +222,8 @@ class PartitionRun:
                 if self._completed_a_file():
                     self._checkpoint()
             self._finish()
+            if self.task.pass_index == 0 and self.task.stop_early:
+                check_partition(self.record)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise DiskFull(f"disk full while writing {self.out_dir}") from None
@@ -306,6 +310,7 @@ class PartitionRun:
                 write_table(path, table, fsync=task.fsync, relative_to=task.staging).to_dict()
             )
             self.record["quarantined"] += len(self.quarantined)
+            tally(self.record, self.quarantined)
             self.record["quarantined_bytes"] += sum(q.nbytes for q in self.quarantined)
         self.rejected, self.quarantined = [], []
         self.flushes += 1

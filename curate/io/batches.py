@@ -43,6 +43,24 @@ class QuarantineRecord:
     line: int | None
     reason: str
     nbytes: int = 0
+    fields: tuple[str, ...] | None = None
+    """When a field was missing or of the wrong type: the names of the fields the record did
+    have (never values), for the message that says a setting is wrong. Not written out."""
+
+
+FIELD_NAMES_KEPT = 20
+FIELD_NAME_CHARS = 64
+
+
+def field_names(record: dict[str, Any]) -> tuple[str, ...]:
+    """A record's first field names, each cut short: keys are names, but a hostile input can
+    make them long or many."""
+    names = []
+    for i, key in enumerate(record):
+        if i == FIELD_NAMES_KEPT:
+            break
+        names.append(str(key)[:FIELD_NAME_CHARS])
+    return tuple(sorted(names))
 
 
 QUARANTINE_SCHEMA = pa.schema(

@@ -148,6 +148,7 @@ class _Converter:
 
     def __init__(self, name: str, fields: FieldSpec, schema: pa.Schema, sink: ErrorSink) -> None:
         self.name, self.fields, self.sink = name, fields, sink
+        self.names = tuple(sorted(n[:64] for n in schema.names[:20]))  # for a field's problems
         text, id_field = fields.text_field, fields.id_field
         self._require(schema, text, "text_field")
         if not _string_like(schema.field(text).type):
@@ -215,7 +216,8 @@ class _Converter:
         if not bad:
             return batch
         for i in sorted(bad):
-            self.sink.bad(first_row + i + 1, bad[i])
+            field_problem = "UTF-8" not in bad[i]  # null, or not of the kept type
+            self.sink.bad(first_row + i + 1, bad[i], fields=self.names if field_problem else None)
         keep_mask = pa.array([i not in bad for i in range(n)], pa.bool_())
         return batch.filter(keep_mask)
 

@@ -16,9 +16,9 @@ import re
 import pyarrow as pa
 import pyarrow.json as pj
 
-from curate.io.batches import FieldSpec
+from curate.io.batches import FieldSpec, field_names
 from curate.io.jsonl_scan import WS
-from curate.io.records import ErrorSink, empty_batch, kind, split_good, type_name
+from curate.io.records import ErrorSink, FieldProblem, empty_batch, kind, split_good, type_name
 
 _MISSING = object()
 
@@ -44,6 +44,9 @@ class LineJudge:
             if isinstance(result, str):
                 self.sink.bad(number, result, len(raw))
                 continue
+            if isinstance(result, FieldProblem):
+                self.sink.bad(number, result.reason, len(raw), fields=result.fields)
+                continue
             doc_id, text = result
             raws.append(raw)
             numbers.append(number)
@@ -51,7 +54,9 @@ class LineJudge:
             texts.append(text)
         good, failing = split_good(len(raws), lambda lo, hi: self._reparse(raws[lo:hi]))
         for j in failing:
-            self.sink.bad(numbers[j], self._arrow_reason(raws[j]), len(raws[j]))
+            reason = self._arrow_reason(raws[j])
+            fields = field_names(json.loads(raws[j])) if reason.startswith("field ") else None
+            self.sink.bad(numbers[j], reason, len(raws[j]), fields=fields)
         if not good:
             return empty_batch(self.schema)
         keep = pa.concat_tables([table for _, _, table in good])
@@ -63,8 +68,9 @@ class LineJudge:
         arrays += [keep.column(f).combine_chunks() for f in self.fields.keep_fields]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
-    def _check(self, raw: bytes) -> str | tuple[str | None, str]:
-        """A reason the line is bad, or its (id, text)."""
+    def _check(self, raw: bytes) -> str | FieldProblem | tuple[str | None, str]:
+        """A reason the line is bad (with the record's field names when a field is missing
+        or of the wrong type), or its (id, text)."""
         try:
             record = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -75,28 +81,31 @@ class LineJudge:
             return "malformed JSON: nested too deeply"
         if not isinstance(record, dict):
             return f"line is a JSON {kind(record)}, not an object"
+        reason = self._field_problem(record)
+        if reason is not None:
+            return FieldProblem(reason, field_names(record))
+        id_field = self.fields.id_field
+        value = record.get(id_field) if id_field is not None else None
+        return (None if value is None else str(value)), record[self.fields.text_field]
+
+    def _field_problem(self, record: dict[str, object]) -> str | None:
         text_field, id_field = self.fields.text_field, self.fields.id_field
         text = record.get(text_field, _MISSING)
         if text is _MISSING:
             return f"missing text field {text_field!r}"
         if not isinstance(text, str):
             return f"text field {text_field!r} is {kind(text)}, not a string"
-        doc_id = None
         if id_field is not None:
             value = record.get(id_field, _MISSING)
             if value is _MISSING:
                 return f"missing id field {id_field!r}"
-            if isinstance(value, str):
-                doc_id = value
-            elif isinstance(value, int) and not isinstance(value, bool):
-                doc_id = str(value)
-            else:
+            if not (isinstance(value, str) or _is_int(value)):
                 return f"id field {id_field!r} is {kind(value)}, not a string or integer"
         for field, dtype in self.fields.keep_fields.items():
             value = record.get(field)
             if value is not None and not _fits(value, dtype):
                 return f"field {field!r} is {kind(value)}, not {type_name(dtype)}"
-        return doc_id, text
+        return None
 
     def _reparse(self, raws: list[bytes]) -> pa.Table | None:
         table = arrow_json(b"\n".join(raws) + b"\n", self._keep_schema)
@@ -126,6 +135,10 @@ def arrow_json(data: bytes, schema: pa.Schema) -> pa.Table | None:
         return pj.read_json(io.BytesIO(data), read_options=opts, parse_options=parse)
     except pa.ArrowException:
         return None
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _fits(value: object, dtype: pa.DataType) -> bool:

@@ -9,6 +9,7 @@ number of bad records rather than the size of the batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TypeVar
 
 import pyarrow as pa
@@ -21,6 +22,15 @@ ON_ERROR = ("quarantine", "fail")
 FAIL_HINT = "the recipe's on_error: fail stops at the first bad record; quarantine sets them aside"
 
 R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """A record lacking a field the recipe reads, or holding the wrong type in it: the reason
+    and the names of the fields it did have (so a wrong setting can be told from bad lines)."""
+
+    reason: str
+    fields: tuple[str, ...]
 
 
 class ErrorSink:
@@ -37,8 +47,16 @@ class ErrorSink:
         self.fail = on_error == "fail"
         self._records: list[QuarantineRecord] = []
 
-    def bad(self, line: int | None, reason: str, nbytes: int = 0, file: str | None = None) -> None:
-        self._records.append(QuarantineRecord(file or self.file, line, reason, nbytes))
+    def bad(
+        self,
+        line: int | None,
+        reason: str,
+        nbytes: int = 0,
+        file: str | None = None,
+        fields: tuple[str, ...] | None = None,
+    ) -> None:
+        """`fields`: for a missing field or a wrong type, the names of the fields the record had."""
+        self._records.append(QuarantineRecord(file or self.file, line, reason, nbytes, fields))
 
     def take(self) -> list[QuarantineRecord]:
         records = sorted(self._records, key=lambda r: -1 if r.line is None else r.line)
