@@ -25,7 +25,7 @@ from curate.engines.barrier_step import decide_once, split_completed, summary_fi
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
 from curate.engines.ray.collective import RaySummaries
-from curate.engines.ray.connect import init
+from curate.engines.ray.connect import init, start_local
 from curate.stages.base import BarrierStage
 
 log = logging.getLogger(__name__)
@@ -47,10 +47,10 @@ class RayEngine:
         """
         if ray.is_initialized():
             return
-        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
         if self.address is None and not os.environ.get("RAY_ADDRESS"):
-            options["num_cpus"] = self.workers  # a cluster of our own, on this machine
-        init(self.address, **options)
+            start_local(num_cpus=self.workers, log_to_driver=False)  # ours, on loopback
+        else:
+            init(self.address, include_dashboard=False, log_to_driver=False)
         self._owns_ray = True
 
     def close(self) -> None:
