@@ -34,3 +34,20 @@ class Upper(MapStage):
         return StageResult(
             batch.set_column(i, "text", pc.utf8_upper(batch.column(i))), changed=batch.num_rows
         )
+
+
+class SlowParams(StageParams):
+    seconds: float = 1.0
+
+
+class Slow(MapStage):
+    """Sleeps on every batch: keeps a build running while a test acts on it from outside."""
+
+    name = "slow"
+    Params = SlowParams
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        import time
+
+        time.sleep(self.params.seconds)
+        return StageResult(batch)

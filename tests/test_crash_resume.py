@@ -5,6 +5,8 @@ Kills are targeted at a random occurrence of a random phase (the run kills its o
 group when it enters that phase for the n-th time: a power cut at that moment), plus a few
 kills from outside at a random time. Every phase (reading, map, shard_write, barrier,
 publish) must be hit at least once. Run with `-s` to see the table of trials.
+
+`curate gc` is killed the same way while it unlists, renames and deletes versions.
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from pathlib import Path
 
 import pytest
 import zstandard
+from click.testing import CliRunner
 from conftest import corpus, write_jsonl, write_recipe
 
+from curate.cli import main
 from curate.verify import verify
 
 PHASES = ("reading", "map", "shard_write", "barrier", "publish")
@@ -124,3 +128,89 @@ def test_kills_at_random_moments_leave_nothing_visible_and_resume_identically(
     print(f"phases hit: {dict(hit)}; map batches not redone: {saved}")
     assert all(hit[p] for p in PHASES), hit
     assert saved > TRIALS * full["map"] // 4  # resumes reuse what had completed
+
+
+GC_PHASES = ("gc_unlist", "gc_rename", "gc_delete")
+GC_TRIALS = 12
+
+
+def curate_gc(target: Path, log: Path, kill_at: str | None = None) -> int:
+    env = {**os.environ, "CURATE_PHASE_LOG": str(log)}
+    if kill_at:
+        env["CURATE_KILL_AT"] = kill_at
+    proc = subprocess.run(
+        [sys.executable, "-m", "curate.cli", "gc", str(target), "--keep", "1"],
+        env=env, capture_output=True, timeout=300, start_new_session=True,
+    )  # fmt: skip
+    assert proc.returncode in (0, -signal.SIGKILL), proc.stderr.decode()
+    return proc.returncode
+
+
+def copy_writable(src: Path, dst: Path) -> None:
+    if dst.exists():
+        for p in [dst, *dst.rglob("*")]:
+            if p.is_dir() and not p.is_symlink():
+                p.chmod(0o755)
+        shutil.rmtree(dst)
+    shutil.copytree(src, dst)
+
+
+@pytest.mark.timeout(900)
+def test_gc_killed_at_random_moments_never_leaves_a_half_deleted_version(tmp_path: Path) -> None:
+    """SIGKILL gc while it unlists, renames and deletes: every version still listed, found by
+    fingerprint or named by LATEST is complete; the next run rebuilds what gc had started to
+    remove rather than calling a damaged version up to date; the next gc finishes the job."""
+    import curate
+    from curate.store import Store
+
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(400, dup_every=0))
+
+    def recipe(i: int) -> Path:
+        stages = [{"filter_length": {"min_words": i}}]
+        output = {"root": "out", "fsync": False, "shard_size": "4KB"}  # a few files to delete
+        return write_recipe(tmp_path, stages=stages, output=output, partition_size="10KB")
+
+    for i in range(3):
+        curate.run(recipe(i)).release()
+    out, pristine = tmp_path / "out", tmp_path / "pristine"
+    shutil.copytree(out, pristine)
+    dataset = out / "t"
+    fingerprints = [
+        json.loads((dataset / v / "manifest.json").read_text())["fingerprint"]
+        for v in ("v1", "v2", "v3")
+    ]
+    full_log = tmp_path / "gc-full.log"
+    assert curate_gc(dataset, full_log) == 0
+    full = Counter(phases(full_log))
+    assert all(full[p] for p in GC_PHASES), full
+
+    rng = random.Random(20261203)
+    rows = []
+    for trial in range(GC_TRIALS):
+        copy_writable(pristine, out)
+        log = tmp_path / "gc-trial.log"
+        log.unlink(missing_ok=True)
+        phase = GC_PHASES[trial] if trial < len(GC_PHASES) else rng.choice(GC_PHASES)
+        nth = rng.randint(1, full[phase])
+        assert curate_gc(dataset, log, kill_at=f"{phase}:{nth}") == -signal.SIGKILL
+        store = Store(out, "t")
+        listed = store.versions()
+        for v in listed:  # listed means complete
+            assert verify(dataset / v) == [], (trial, phase, nth, v)
+        latest = store.latest()
+        assert latest in listed and verify(dataset / latest) == []
+        for fp in fingerprints:  # found by fingerprint means complete
+            found = store.find(fp)
+            assert found is None or verify(found) == [], (trial, phase, nth, found)
+        log_lines = CliRunner().invoke(main, ["log", str(dataset)]).stdout.splitlines()
+        assert all("unfinished removal" in line for line in log_lines if ".deleting-" in line)
+        # the recipe gc was removing: up to date only if its version is whole, else rebuilt
+        again = curate.run(recipe(0))
+        assert verify(again.path) == [], (trial, phase, nth)
+        rows.append(f"trial {trial:2d}: killed at {phase}:{nth:<3d} next run "
+                    f"{'up to date' if again.up_to_date else 'rebuilt ' + again.name}")  # fmt: skip
+        again.release()
+        assert curate_gc(dataset, tmp_path / "gc-next.log") == 0  # finishes what was started
+        assert not list(dataset.glob(".deleting-*")), trial
+        assert store.versions() == [store.latest()], trial
+    print("\n" + "\n".join(rows))
