@@ -124,6 +124,20 @@ def parents(files: list[InputFile]) -> list[str]:
     return found
 
 
+def versions_read(files: list[InputFile]) -> list[Path]:
+    """The curate versions a build reads: saved-dataset inputs that are a version's folder or
+    one split of it (`v1/train`). The build holds their read locks, so gc leaves them."""
+    found: list[Path] = []
+    for f in files:
+        if f.format == "hf_disk":
+            folder = Path(f.path)
+            for candidate in (folder, folder.parent):
+                if (candidate / "manifest.json").is_file() and candidate not in found:
+                    found.append(candidate)
+                    break
+    return found
+
+
 def library_versions(stages: list[Stage]) -> dict[str, str]:
     merged: dict[str, str] = {}
     for stage in stages:

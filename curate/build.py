@@ -66,7 +66,7 @@ def space_note(recipe: Recipe, files: list[InputFile], store: Store, fp: str) ->
     free = format_size(shutil.disk_usage(store.path).free)
     return (
         f"about {need} more is needed, {free} is free; free space (e.g. curate gc "
-        f"{store.root} --keep 1) and run again: completed partitions are kept"
+        f"{store.path} --keep 1) and run again: completed partitions are kept"
     )
 
 
@@ -86,11 +86,15 @@ class Build:
         the recipe's modes: the umask is process-wide, so it is set here and restored."""
         out = self.recipe.output
         umask = os.umask(0o777 & ~(int(out.dir_mode, 8) | int(out.file_mode, 8)))
+        held: list[Version] = []  # versions read as inputs: gc must not delete them meanwhile
         try:
+            held += [Version(path).hold() for path in accounting.versions_read(self.files)]
             self._check_space()
             return self._run()
         finally:
             os.umask(umask)
+            for version in held:
+                version.release()
 
     def _check_space(self) -> None:
         if not self.recipe.output.check_space:

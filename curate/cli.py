@@ -140,22 +140,22 @@ def diff(a: Path, b: Path) -> None:
 @main.command()
 @click.argument("root", type=click.Path(exists=True, path_type=Path))
 @click.option("--keep", type=click.IntRange(min=1), required=True, help="Versions to keep.")
+@click.option(
+    "--all", "all_datasets", is_flag=True, help="Prune every dataset under an output root."
+)
+@click.option("--dry-run", is_flag=True, help="Print what would be removed, remove nothing.")
 @_user_errors
-def gc(root: Path, keep: int) -> None:
-    """Remove old versions under ROOT, keeping the newest KEEP, LATEST and any held by a reader."""
-    from curate.history import dataset_folders
-    from curate.sizes import format_size
-    from curate.store import Store
+def gc(root: Path, keep: int, all_datasets: bool, dry_run: bool) -> None:
+    """Remove old versions of the dataset folder ROOT, keeping the newest KEEP, LATEST and any
+    held by a reader, and the staging folders of interrupted runs. Only folders curate made
+    are removed (a version's own manifest must name it); links are never followed. An output
+    root of several datasets needs --all. Exit status 1 when something was refused."""
+    from curate.gc import collect, render
 
-    total = 0
-    for dataset in dataset_folders(root):
-        for version, freed in Store(dataset.parent, dataset.name).collect(keep):
-            if freed is None:
-                click.echo(f"{dataset.name}/{version}: kept, a reader holds it")
-            else:
-                total += freed
-                click.echo(f"{dataset.name}/{version}: removed ({format_size(freed)})")
-    click.echo(f"freed {format_size(total)}")
+    actions = collect(root, keep, dry_run=dry_run, all_datasets=all_datasets)
+    click.echo(render(actions, dry_run))
+    if any(a.refused for a in actions):
+        sys.exit(1)
 
 
 @main.command(name="inspect-filter")

@@ -7,18 +7,15 @@ import json
 from pathlib import Path
 from typing import Any
 
+from curate import owned
 from curate.errors import CurateError
+from curate.sizes import format_size
 from curate.store import Store
 
 
 def dataset_folders(root: Path) -> list[Path]:
-    """A dataset folder itself, or every dataset folder under an output root."""
-    root = Path(root)
-    if (root / "LATEST").is_file() or any(Store(root.parent, root.name).versions()):
-        return [root]
-    if not root.is_dir():
-        raise CurateError(f"{root} does not exist")
-    return sorted(p for p in root.iterdir() if p.is_dir() and Store(root, p.name).versions())
+    """A dataset folder itself, or every dataset folder under an output root (curate.owned)."""
+    return owned.dataset_folders(root)[0]
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
@@ -40,15 +37,19 @@ def version_folder(path: Path) -> Path:
 
 
 def log_rows(root: Path) -> list[dict[str, Any]]:
-    rows = []
+    rows: list[dict[str, Any]] = []
     for dataset in dataset_folders(root):
         store = Store(dataset.parent, dataset.name)
         latest = store.latest()
-        for version in store.versions():
+        for entry in owned.versions(dataset):
+            version = entry.name
             try:
+                if entry.why is not None:
+                    raise ValueError(entry.why)
                 m = _manifest(dataset / version)
-            except (OSError, ValueError):
-                rows.append({"dataset": dataset.name, "version": version, "broken": True})
+            except (OSError, ValueError) as exc:
+                why = str(exc) if entry.why else "manifest unreadable: run curate verify"
+                rows.append({"dataset": dataset.name, "version": version, "broken": why})
                 continue
             rows.append(
                 {
@@ -63,6 +64,8 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
                     "recipe": m.get("recipe_path") or "-",
                 }
             )
+        for left in owned.leftovers(dataset):  # interrupted runs' and removals' folders
+            rows.append({"dataset": dataset.name, "leftover": left})
     return rows
 
 
@@ -73,7 +76,11 @@ def render_log(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     lines = []
     for r in rows:
         if r.get("broken"):
-            lines.append(f"{r['dataset']}/{r['version']}  (manifest unreadable: run curate verify)")
+            lines.append(f"{r['dataset']}/{r['version']}  ({r['broken']})")
+            continue
+        if r.get("leftover"):
+            left = r["leftover"]
+            lines.append(f"{r['dataset']}/{left.name}  {format_size(left.bytes)}  {left.state()}")
             continue
         mark = " (LATEST)" if r["latest"] else ""
         tokens = f"  {r['tokens']:,} tokens" if r["tokens"] is not None else ""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -238,6 +239,16 @@ class Recipe(_Strict):
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _source: str | None = PrivateAttr(default=None)
     _node: yaml.Node | None = PrivateAttr(default=None)
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_version_name(cls, value: str) -> str:
+        if re.fullmatch(r"v\d+", value):  # <root>/v1 would read as a version, not a dataset
+            raise ValueError(
+                f"{value!r} is named like a version (v<digits>): a dataset folder holds its "
+                "versions under such names, so choose another dataset name"
+            )
+        return value
 
     @field_validator("stages", mode="before")
     @classmethod

@@ -7,6 +7,8 @@
   .index/<fingerprint> names the version built from that fingerprint
   .staging-<fp>/       a run in progress (its completed partitions survive a crash)
   .lock-<fp>           held by the process building that fingerprint
+  .locks/<v>.lock      held shared by every reader of version v (`Version.hold`)
+  .deleting-<v>-<pid>/ a version `curate gc` is removing (curate.gc): never listed or served
 ```
 A version becomes visible only by `rename(2)` of a complete folder, and `LATEST` is
 replaced atomically, so a reader never sees a half-written version.
@@ -18,7 +20,6 @@ import contextlib
 import fcntl
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,9 +53,14 @@ class Store:
 
     # -- reading -------------------------------------------------------------------------
     def versions(self) -> list[str]:
+        """Folders named like versions; a symbolic link is never one (it may lead anywhere)."""
         if not self.path.is_dir():
             return []
-        found = [p.name for p in self.path.iterdir() if _VERSION.match(p.name) and p.is_dir()]
+        found = [
+            p.name
+            for p in self.path.iterdir()
+            if _VERSION.match(p.name) and not p.is_symlink() and p.is_dir()
+        ]
         return sorted(found, key=lambda v: int(v[1:]))
 
     def latest(self) -> str | None:
@@ -95,10 +101,14 @@ class Store:
     def staging(self, fingerprint: str) -> Path:
         return self.path / f".staging-{fingerprint[:20]}"
 
+    def build_lock_path(self, suffix: str) -> Path:
+        """The lock a run holds while it builds (and owns `.staging-<suffix>`)."""
+        return self.path / f".lock-{suffix}"
+
     @contextlib.contextmanager
     def lock(self, fingerprint: str) -> Iterator[None]:
         """One builder per fingerprint; other callers wait here, then find the version built."""
-        with self._flock(self.path / f".lock-{fingerprint[:20]}"):
+        with self._flock(self.build_lock_path(fingerprint[:20])):
             yield
 
     @contextlib.contextmanager
@@ -145,7 +155,7 @@ class Store:
         """A published fingerprint needs no staging: one left by a crash after the rename goes."""
         staging = self.staging(fingerprint)
         if staging.exists():
-            with self._try_exclusive(self.path / f".lock-{fingerprint[:20]}") as free:
+            with self.try_exclusive(self.build_lock_path(fingerprint[:20])) as free:
                 if free:
                     self.discard(staging)
 
@@ -160,7 +170,7 @@ class Store:
             suffix = staging.name.removeprefix(".staging-")
             if suffix == fingerprint[:20]:
                 continue
-            with self._try_exclusive(self.path / f".lock-{suffix}") as free:
+            with self.try_exclusive(self.build_lock_path(suffix)) as free:
                 if free:
                     self.discard(staging)
                     removed.append(staging)
@@ -186,47 +196,15 @@ class Store:
             fsync_dir(self.path)
         return target
 
-    # -- readers' locks and garbage collection -------------------------------------------
+    # -- readers' locks (curate.gc deletes versions) ------------------------------------
     def read_lock_path(self, version: str) -> Path:
         return self.path / ".locks" / f"{version}.lock"
 
-    def collect(self, keep: int) -> list[tuple[str, int | None]]:
-        """Remove all but the newest `keep` versions, never LATEST, never one a reader holds.
-
-        Returns (version, bytes freed) per version considered for removal; bytes is None
-        for a version skipped because a process holds its read lock.
-        """
-        if keep < 1:
-            raise CurateError("--keep must be at least 1")
-        versions = self.versions()
-        protected = set(versions[-keep:]) | {self.latest()}
-        report: list[tuple[str, int | None]] = []
-        for version in versions:
-            if version in protected:
-                continue
-            folder = self.path / version
-            with self._try_exclusive(self.read_lock_path(version)) as got:
-                if not got:
-                    report.append((version, None))
-                    continue
-                freed = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
-                _unseal(folder)
-                shutil.rmtree(folder)
-                self._forget(version)
-                report.append((version, freed))
-        return report
-
-    def _forget(self, version: str) -> None:
-        index = self.path / ".index"
-        if index.is_dir():
-            for entry in index.iterdir():
-                if entry.read_text().strip() == version:
-                    entry.unlink()
-
     @contextlib.contextmanager
-    def _try_exclusive(self, path: Path) -> Iterator[bool]:
+    def try_exclusive(self, path: Path) -> Iterator[bool]:
+        """Hold `path`'s lock exclusively if no one holds it (True), else yield False at once."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, self.file_mode)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -238,9 +216,8 @@ class Store:
             os.close(fd)
 
     def discard(self, folder: Path) -> None:
-        if folder.exists():
-            _unseal(folder)
-            shutil.rmtree(folder)
+        if folder.exists() and not folder.is_symlink():  # a link is not a staging folder of ours
+            remove_tree(folder)
 
 
 def _seal(folder: Path, dir_mode: int, file_mode: int) -> None:
@@ -252,6 +229,37 @@ def _seal(folder: Path, dir_mode: int, file_mode: int) -> None:
             os.chmod(dirpath, dir_mode)
 
 
-def _unseal(folder: Path) -> None:
-    for dirpath, _dirnames, _filenames in os.walk(folder):
-        os.chmod(dirpath, 0o750)
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def remove_tree(folder: Path, phase: str | None = None) -> None:
+    """Delete a folder curate made, sealed or not, never through a symbolic link.
+
+    Every folder is opened with O_NOFOLLOW relative to its parent's descriptor, so a link
+    (at the top, inside, or swapped in meanwhile) is unlinked, never entered or chmod-ed.
+    `manifest.json` goes first: a folder half-deleted never looks like a version. `phase`
+    is marked once per file removed (crash tests kill gc there).
+    """
+    parent = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        _remove_dir(parent, folder.name, phase)
+    finally:
+        os.close(parent)
+
+
+def _remove_dir(parent: int, name: str, phase: str | None) -> None:
+    fd = os.open(name, _DIR, dir_fd=parent)
+    try:
+        os.fchmod(fd, 0o700)  # a sealed version's folders are read-only
+        with os.scandir(fd) as listing:
+            entries = sorted(listing, key=lambda e: e.name != "manifest.json")
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                _remove_dir(fd, entry.name, phase)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+                if phase:
+                    mark(phase)
+    finally:
+        os.close(fd)
+    os.rmdir(name, dir_fd=parent)

@@ -61,6 +61,9 @@ class Version:
             except OSError:  # a read-only copy of the dataset: nothing can collect it either
                 return self
             fcntl.flock(fd, fcntl.LOCK_SH)
+            if not (self.path / "manifest.json").is_file():  # gc removed it while we waited
+                os.close(fd)
+                raise CurateError(f"{self.path} was removed (by curate gc) as it was opened")
             self._lock_fd = fd
         return self
 

@@ -1,0 +1,183 @@
+"""What curate made under a folder, told apart from everything else that may live there.
+
+`curate gc` deletes and `curate log` lists only what this module says curate made:
+- a dataset folder: a real folder (never a symbolic link) holding curate's bookkeeping
+  (`LATEST`, `.index`, `.staging-*`, `.deleting-*`) or a version of its own;
+- a version: a real folder named `v<digits>` whose own `manifest.json` names it (its
+  `dataset` is the dataset folder's name, its `version` the folder's name). A trainer's
+  `checkpoints/v1`, a `cp -r v2 v8`, another dataset's version or an unreadable manifest
+  are not ours: they are reported and left alone;
+- leftovers: a run's `.staging-*` (live while the run holds its build lock) and a removal
+  gc did not finish (`.deleting-*`).
+Nothing here follows a symbolic link, writes or creates a file.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from curate.errors import CurateError
+from curate.store import Store
+
+VERSION_NAME = re.compile(r"^v(\d+)$")
+LINK = "a symbolic link (gc never follows one)"
+_MARKERS = ("LATEST", ".index")
+_LEFTOVERS = (".staging-", ".deleting-")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One folder in a dataset folder: a version of ours, or one we must leave alone (`why`)."""
+
+    name: str
+    fingerprint: str | None = None
+    why: str | None = None  # set when it is not ours
+
+    @property
+    def number(self) -> int:
+        return int(self.name[1:])
+
+
+@dataclass(frozen=True)
+class Leftover:
+    """A staging folder of a run, or a removal gc did not finish."""
+
+    name: str
+    bytes: int
+    live: bool  # a staging folder whose run still holds its lock
+
+    @property
+    def kind(self) -> str:
+        return "staging" if self.name.startswith(".staging-") else "deleting"
+
+    def state(self) -> str:
+        if self.kind == "deleting":
+            return "an unfinished removal: curate gc finishes it"
+        if self.live:
+            return "in use by a live run (it holds its lock)"
+        return "left by an interrupted run (its lock is free): curate gc frees it"
+
+
+def is_dataset_folder(path: Path) -> bool:
+    """A real folder with curate's bookkeeping in it, or a version that names it."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    try:
+        names = [e.name for e in os.scandir(path)]
+    except OSError:
+        return False
+    if any(n in _MARKERS or n.startswith(_LEFTOVERS) for n in names):
+        return True
+    return any(VERSION_NAME.match(n) and not_ours(path, n) is None for n in names)
+
+
+def dataset_folders(root: Path) -> tuple[list[Path], list[str]]:
+    """The dataset folder given, or the dataset folders under an output root; and the names of
+    links found among them (never followed; the folder given is taken as the user named it).
+    A dataset named like a version (`v1`) under a root is a dataset, not a version of the
+    root: only a manifest in it naming the root could say otherwise.
+    """
+    root = Path(root)
+    if not root.is_dir():
+        raise CurateError(f"{root} does not exist or is not a folder")
+    root = root.resolve()
+    if is_dataset_folder(root):
+        return [root], []
+    children = sorted(root.iterdir())
+    links = [p.name for p in children if p.is_symlink() and p.is_dir()]
+    return [p for p in children if is_dataset_folder(p)], links
+
+
+def not_ours(dataset: Path, name: str) -> str | None:
+    """Why `dataset/name` is not a version of this dataset, or None when it is."""
+    return _read_entry(dataset, name).why
+
+
+def versions(dataset: Path) -> list[Entry]:
+    """Every folder named like a version, in version order, each ours or with a reason not."""
+    found = []
+    for e in os.scandir(dataset):
+        if VERSION_NAME.match(e.name) and (e.is_symlink() or e.is_dir()):
+            found.append(_read_entry(dataset, e.name))
+    return sorted(found, key=lambda entry: entry.number)
+
+
+def _read_entry(dataset: Path, name: str) -> Entry:
+    try:
+        fd = os.open(dataset / name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError as exc:
+        if (dataset / name).is_symlink():
+            return Entry(name, why=LINK)
+        return Entry(name, why=f"cannot be opened ({exc.strerror})")
+    try:
+        try:
+            mfd = os.open("manifest.json", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+        except FileNotFoundError:
+            return Entry(name, why="not a curate version (no manifest.json)")
+        except OSError as exc:
+            return Entry(name, why=f"manifest.json cannot be read ({exc.strerror})")
+        with os.fdopen(mfd, "rb") as f:
+            try:
+                manifest = json.loads(f.read())
+            except (OSError, ValueError):
+                return Entry(name, why="manifest.json is not readable JSON")
+    finally:
+        os.close(fd)
+    if not isinstance(manifest, dict):
+        return Entry(name, why="manifest.json is not a curate manifest")
+    said = (manifest.get("dataset"), manifest.get("version"))
+    if said != (dataset.name, name) or not isinstance(manifest.get("fingerprint"), str):
+        return Entry(name, why=f"its manifest names {said[0]!s}/{said[1]!s}, not this folder")
+    return Entry(name, fingerprint=manifest["fingerprint"])
+
+
+def leftovers(dataset: Path) -> list[Leftover]:
+    """`.staging-*` and `.deleting-*` folders (links excluded), with their size and liveness."""
+    store = Store(dataset.parent, dataset.name)
+    found = []
+    for e in sorted(os.scandir(dataset), key=lambda e: e.name):
+        if e.name.startswith(_LEFTOVERS) and not e.is_symlink() and e.is_dir():
+            staging = e.name.startswith(".staging-")
+            lock = store.build_lock_path(e.name.removeprefix(".staging-"))
+            found.append(Leftover(e.name, freed_bytes(Path(e.path)), staging and is_held(lock)))
+    return found
+
+
+def is_held(lock: Path) -> bool:
+    """Whether some process holds this lock file (shared or exclusive); creates nothing."""
+    try:
+        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing drops the lock taken for the probe
+    return False
+
+
+def freed_bytes(folder: Path) -> int:
+    """Bytes deleting the folder frees: files whose every hard link is inside it (versions
+    may share bytes through hard links), links not followed."""
+    sizes: dict[tuple[int, int], int] = {}
+    seen: dict[tuple[int, int], int] = {}
+    links: dict[tuple[int, int], int] = {}
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                key = (st.st_dev, st.st_ino)
+                sizes[key], links[key] = st.st_size, st.st_nlink
+                seen[key] = seen.get(key, 0) + 1
+    return sum(size for key, size in sizes.items() if seen[key] >= links[key])
