@@ -27,7 +27,6 @@ from curate.store import Store
 
 VERSION_NAME = re.compile(r"^v(\d+)$")
 LINK = "a symbolic link (gc never follows one)"
-_MARKERS = ("LATEST", ".index")
 _LEFTOVERS = (".staging-", ".deleting-")
 
 
@@ -69,12 +68,17 @@ def is_dataset_folder(path: Path) -> bool:
     if path.is_symlink() or not path.is_dir():
         return False
     try:
-        names = [e.name for e in os.scandir(path)]
+        entries = list(os.scandir(path))
     except OSError:
         return False
-    if any(n in _MARKERS or n.startswith(_LEFTOVERS) for n in names):
-        return True
-    return any(VERSION_NAME.match(n) and not_ours(path, n) is None for n in names)
+    for e in entries:  # a dataset named LATEST is a folder, not a LATEST file
+        if e.name == "LATEST" and e.is_file(follow_symlinks=False):
+            return True
+        if (e.name == ".index" or e.name.startswith(_LEFTOVERS)) and e.is_dir(
+            follow_symlinks=False
+        ):
+            return True
+    return any(VERSION_NAME.match(e.name) and not_ours(path, e.name) is None for e in entries)
 
 
 def dataset_folders(root: Path) -> tuple[list[Path], list[str]]:

@@ -128,7 +128,9 @@ class Store:
             os.close(fd)
 
     def next_version(self) -> str:
-        numbers = [int(v[1:]) for v in self.versions()]
+        """Past every name like a version, links and foreign folders too: never published onto."""
+        taken = [_VERSION.match(p.name) for p in self.path.iterdir()]
+        numbers = [int(m.group(1)) for m in taken if m]
         return f"v{max(numbers, default=0) + 1}"
 
     @contextlib.contextmanager

@@ -149,6 +149,9 @@ def test_gc_never_follows_a_symlink(
     assert tree(other / "out" / "theirs") == theirs
     assert tree(elsewhere) == mine
     assert (dataset / "v0").is_symlink()
+    named = gc(out / "theirs", "--keep", "1")  # a link named on the command line is not followed
+    assert named.exit_code == 2 and "symbolic link" in named.stderr
+    assert tree(other / "out" / "theirs") == theirs
 
 
 def rename_dataset(src: Path, dst: Path) -> None:
@@ -306,3 +309,16 @@ def test_log_shows_and_gc_frees_what_interrupted_runs_left(project: Path) -> Non
         holder.kill()
         holder.wait()
     assert curate.run(recipe).name == "v2"  # the interrupted recipe simply builds again
+
+
+def test_a_run_never_publishes_onto_a_name_a_link_or_foreign_folder_holds(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    build(project, 1)
+    dataset = project / "out" / "t"
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (dataset / "v2").symlink_to(elsewhere)
+    (dataset / "v3").mkdir()
+    v = curate.run(write_recipe(project, stages=[{"filter_length": {"min_chars": 9}}]))
+    assert v.name == "v4" and (dataset / "v2").is_symlink() and not any(elsewhere.iterdir())
+    v.release()
