@@ -322,3 +322,40 @@ def test_a_run_never_publishes_onto_a_name_a_link_or_foreign_folder_holds(
     v = curate.run(write_recipe(project, stages=[{"filter_length": {"min_chars": 9}}]))
     assert v.name == "v4" and (dataset / "v2").is_symlink() and not any(elsewhere.iterdir())
     v.release()
+
+
+def test_a_reader_opening_a_version_gc_is_removing_gets_an_error_not_an_empty_folder(
+    project: Path,
+) -> None:
+    import threading
+
+    build(project, 2)
+    dataset = project / "out" / "t"
+    (dataset / ".locks").mkdir(exist_ok=True)
+    gc_like = subprocess.Popen(  # takes v1's lock as gc does, then moves v1 away
+        [sys.executable, "-c", "import fcntl, os, sys\n"
+         "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.flock(fd, fcntl.LOCK_EX)\nprint('locked', flush=True)\nsys.stdin.readline()\n"
+         "os.rename(sys.argv[2], sys.argv[3])",
+         str(dataset / ".locks" / "v1.lock"), str(dataset / "v1"), str(dataset / ".deleting-v1-1")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert gc_like.stdout is not None and gc_like.stdin is not None
+    assert gc_like.stdout.readline() == "locked\n"
+    outcome: list[object] = []
+
+    def open_v1() -> None:
+        try:
+            outcome.append(curate.open(dataset, "v1"))
+        except CurateError as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=open_v1)
+    reader.start()
+    time.sleep(0.5)  # the reader now waits for the lock
+    gc_like.stdin.write("go\n")
+    gc_like.stdin.flush()
+    assert gc_like.wait(timeout=60) == 0
+    reader.join(timeout=60)
+    assert len(outcome) == 1 and isinstance(outcome[0], CurateError), outcome
+    assert "removed" in str(outcome[0])
