@@ -60,7 +60,10 @@ class Leftover:
             return "an unfinished removal: curate gc finishes it"
         if self.live:
             return "in use by a live run (it holds its lock)"
-        return "left by an interrupted run (its lock is free): curate gc frees it"
+        return (
+            "left by an interrupted run (its lock is free): its recipe run again resumes from "
+            "it; curate gc frees it"
+        )
 
 
 def is_dataset_folder(path: Path) -> bool:
