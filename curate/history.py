@@ -43,16 +43,13 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
         latest = store.latest()
         for entry in owned.versions(dataset):
             version = entry.name
-            try:
-                if entry.why is not None:
-                    raise ValueError(entry.why)
-                m = _manifest(dataset / version)
-            except (OSError, ValueError) as exc:
-                why = str(exc) if entry.why else "manifest unreadable: run curate verify"
+            if entry.why is not None:
+                why = f"left alone by gc: {entry.why}"
                 rows.append({"dataset": dataset.name, "version": version, "broken": why})
                 continue
-            rows.append(
-                {
+            try:
+                m = _manifest(dataset / version)
+                row = {
                     "dataset": m["dataset"],
                     "version": version,
                     "latest": version == latest,
@@ -63,7 +60,11 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
                     "parents": ", ".join(m.get("parents", [])) or "-",
                     "recipe": m.get("recipe_path") or "-",
                 }
-            )
+            except (OSError, ValueError, LookupError, TypeError):  # torn or hand-edited
+                why = "(manifest unreadable: run curate verify)"
+                rows.append({"dataset": dataset.name, "version": version, "broken": why})
+                continue
+            rows.append(row)
         for left in owned.leftovers(dataset):  # interrupted runs' and removals' folders
             rows.append({"dataset": dataset.name, "leftover": left})
     return rows
@@ -76,7 +77,7 @@ def render_log(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     lines = []
     for r in rows:
         if r.get("broken"):
-            lines.append(f"{r['dataset']}/{r['version']}  ({r['broken']})")
+            lines.append(f"{r['dataset']}/{r['version']}  {r['broken']}")
             continue
         if r.get("leftover"):
             left = r["leftover"]

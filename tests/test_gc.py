@@ -115,6 +115,9 @@ def test_gc_deletes_only_folders_whose_own_manifest_names_them(project: Path) ->
         assert f"t/{v}: skipped" in result.stdout, result.stdout
         assert tree(dataset / v) == foreign[v]
     assert (dataset / "v3" / "manifest.json").is_file() and not (dataset / "v1").exists()
+    log = cli_ok("log", dataset).splitlines()
+    for v in foreign:
+        assert any(line.startswith(f"t/{v}  left alone by gc: ") for line in log), log
 
 
 def test_gc_never_follows_a_symlink(
