@@ -27,7 +27,8 @@ from curate.store import Store
 
 VERSION_NAME = re.compile(r"^v(\d+)$")
 LINK = "a symbolic link (gc never follows one)"
-_LEFTOVERS = (".staging-", ".deleting-")
+# only the names curate gives them: anything else under those prefixes is not ours
+LEFTOVER_NAME = re.compile(r"^(\.staging-[0-9a-f]{20}|\.deleting-v\d+-\d+)$")
 
 
 @dataclass(frozen=True)
@@ -77,9 +78,7 @@ def is_dataset_folder(path: Path) -> bool:
     for e in entries:  # a dataset named LATEST is a folder, not a LATEST file
         if e.name == "LATEST" and e.is_file(follow_symlinks=False):
             return True
-        if (e.name == ".index" or e.name.startswith(_LEFTOVERS)) and e.is_dir(
-            follow_symlinks=False
-        ):
+        if (e.name == ".index" or LEFTOVER_NAME.match(e.name)) and e.is_dir(follow_symlinks=False):
             return True
     return any(VERSION_NAME.match(e.name) and not_ours(path, e.name) is None for e in entries)
 
@@ -149,7 +148,7 @@ def leftovers(dataset: Path) -> list[Leftover]:
     store = Store(dataset.parent, dataset.name)
     found = []
     for e in sorted(os.scandir(dataset), key=lambda e: e.name):
-        if e.name.startswith(_LEFTOVERS) and not e.is_symlink() and e.is_dir():
+        if LEFTOVER_NAME.match(e.name) and not e.is_symlink() and e.is_dir():
             staging = e.name.startswith(".staging-")
             lock = store.build_lock_path(e.name.removeprefix(".staging-"))
             found.append(Leftover(e.name, freed_bytes(Path(e.path)), staging and is_held(lock)))

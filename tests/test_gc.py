@@ -292,6 +292,9 @@ def test_log_shows_and_gc_frees_what_interrupted_runs_left(project: Path) -> Non
         (deleting / "shards").chmod(0o550)
         deleting.chmod(0o550)
 
+        for name in (".staging-notes", ".deleting-mine"):  # named so, but not by curate
+            (dataset / name).mkdir()
+            (dataset / name / "keep.txt").write_text("not curate's")
         log = cli_ok("log", project / "out").splitlines()
         [dead_line] = [line for line in log if f"t/{dead.name}" in line]
         [live_line] = [line for line in log if f"t/{live.name}" in line]
@@ -307,6 +310,8 @@ def test_log_shows_and_gc_frees_what_interrupted_runs_left(project: Path) -> Non
         assert f"t/{live.name}: kept, a live run holds it" in result.stdout
         assert "t/.deleting-v9-12345: removed" in result.stdout
         assert not dead.exists() and not deleting.exists()
+        for name in (".staging-notes", ".deleting-mine"):
+            assert (dataset / name / "keep.txt").is_file()
         assert (live / "pass-0" / "data.arrow").is_file()
     finally:
         holder.kill()
