@@ -317,6 +317,8 @@ def test_log_shows_and_gc_frees_what_interrupted_runs_left(project: Path) -> Non
         holder.kill()
         holder.wait()
     assert curate.run(recipe).name == "v2"  # the interrupted recipe simply builds again
+    for name in (".staging-notes", ".deleting-mine"):  # a run's own cleanup leaves them too
+        assert (dataset / name / "keep.txt").is_file()
 
 
 def test_a_run_never_publishes_onto_a_name_a_link_or_foreign_folder_holds(
