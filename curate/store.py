@@ -28,6 +28,7 @@ from curate.io.shards import fsync_dir
 from curate.phases import mark
 
 _VERSION = re.compile(r"^v(\d+)$")
+_STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
 
 
 def write_atomic(path: Path, text: str, *, mode: int = 0o640, fsync: bool = True) -> None:
@@ -170,6 +171,8 @@ class Store:
         removed = []
         for staging in sorted(self.path.glob(".staging-*")):
             suffix = staging.name.removeprefix(".staging-")
+            if not _STAGING_SUFFIX.match(suffix):  # named so by someone else: not ours
+                continue
             if suffix == fingerprint[:20]:
                 continue
             with self.try_exclusive(self.build_lock_path(suffix)) as free:
