@@ -189,3 +189,53 @@ def test_two_roots_with_the_same_recipe_have_their_own_views(
     for version in (a, b):
         files = [f["filename"] for f in version.to_dataset().cache_files]
         assert files and all(Path(f).resolve().is_relative_to(version.path) for f in files), files
+
+
+def test_open_says_what_a_path_is_not(tmp_path: Path) -> None:
+    with pytest.raises(curate.CurateError) as exc:
+        curate.open(tmp_path / "nowhere")
+    assert str(exc.value) == f"{tmp_path / 'nowhere'} does not exist"
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("x")
+    with pytest.raises(curate.CurateError) as exc:
+        curate.open(tmp_path / "notes")
+    assert str(exc.value).startswith(f"{tmp_path / 'notes'} is not a curate dataset or version")
+    with pytest.raises(curate.CurateError, match="is not a curate dataset or version"):
+        curate.open(tmp_path / "notes" / "todo.txt")
+
+
+COPIES_AT_EXIT = """
+import copy, pickle, sys
+import curate
+kept = []
+for _ in range(5):
+    v = curate.open(sys.argv[1])
+    kept += [v, copy.copy(v), pickle.loads(pickle.dumps(v))]
+    cycle = curate.open(sys.argv[1])
+    cycle.self = cycle  # freed only by the collector, late at exit
+"""
+
+
+def test_versions_alive_at_exit_print_nothing(version: curate.Version) -> None:
+    import subprocess
+    import sys
+
+    for _ in range(3):
+        result = subprocess.run(
+            [sys.executable, "-c", COPIES_AT_EXIT, str(version.path.parent)],
+            capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert result.returncode == 0 and result.stderr == ""
+
+
+def test_a_copy_of_a_version_never_closes_another_file(version: curate.Version) -> None:
+    import copy
+    import gc
+
+    held = curate.open(version.path)
+    twin = copy.copy(held)
+    held.release()  # its lock's descriptor number is free now ...
+    with open(version.path / "manifest.json", "rb") as f:  # ... and likely reused here
+        del twin
+        gc.collect()
+        assert f.read(1) == b"{"
