@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from curate import owned
-from curate.errors import CurateError
+from curate.sealed import version_path
 from curate.sizes import format_size
 from curate.store import Store
 
@@ -25,15 +25,7 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 def version_folder(path: Path) -> Path:
     """A version folder as given, or a dataset folder's LATEST, as `curate show` takes them."""
-    path = Path(path)
-    if (path / "manifest.json").is_file():
-        return path
-    latest = Store(path.parent, path.name).latest()
-    if latest and (path / latest / "manifest.json").is_file():
-        return path / latest
-    raise CurateError(
-        f"{path} is not a version (no manifest.json) nor a dataset folder with a LATEST version"
-    )
+    return version_path(Path(path))
 
 
 def log_rows(root: Path) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import logging
 import os
 import re
 from collections.abc import Iterator
@@ -26,7 +27,9 @@ from pathlib import Path
 from curate.errors import CurateError
 from curate.io.shards import fsync_dir
 from curate.phases import mark
+from curate.sealed import VERSION_NAME, seal_problem
 
+log = logging.getLogger(__name__)
 _VERSION = re.compile(r"^v(\d+)$")
 _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
 
@@ -65,10 +68,13 @@ class Store:
         return sorted(found, key=lambda v: int(v[1:]))
 
     def latest(self) -> str | None:
+        """The version name LATEST holds; None when missing or not a version name (readers
+        follow it only to a sealed version: `curate.sealed`)."""
         try:
-            return (self.path / "LATEST").read_text().strip() or None
-        except FileNotFoundError:
+            name = (self.path / "LATEST").read_text().strip()
+        except (FileNotFoundError, UnicodeDecodeError):
             return None
+        return name if VERSION_NAME.match(name) else None
 
     def find(self, fingerprint: str) -> Path | None:
         """The published version built from this fingerprint, if there is one (no scanning)."""
@@ -81,8 +87,11 @@ class Store:
             raise CurateError(
                 f"cannot read {entry}: {exc.strerror}", at=("output", "root")
             ) from None
-        folder = self.path / version
-        return folder if (folder / "manifest.json").is_file() else None
+        problem = seal_problem(self.path, version, fingerprint)
+        if problem is not None:  # planted or damaged: build (and file) the version again
+            log.warning("ignoring %s: it names %r, %s", entry, version[:80], problem)
+            return None
+        return self.path / version
 
     # -- building ------------------------------------------------------------------------
     def ensure(self) -> None:
@@ -149,10 +158,13 @@ class Store:
                 self._repair_latest()
 
     def _repair_latest(self) -> None:
-        """A crash between a version's rename and LATEST's update left LATEST behind: fix it."""
+        """A crash between a version's rename and LATEST's update left LATEST behind (or LATEST
+        was overwritten): point it at the newest sealed version."""
         versions = self.versions()
         if versions and self.latest() != versions[-1]:
-            write_atomic(self.path / "LATEST", versions[-1] + "\n", mode=self.file_mode)
+            newest = next((v for v in reversed(versions) if not seal_problem(self.path, v)), None)
+            if newest is not None and newest != self.latest():
+                write_atomic(self.path / "LATEST", newest + "\n", mode=self.file_mode)
 
     def drop_leftover_staging(self, fingerprint: str) -> None:
         """A published fingerprint needs no staging: one left by a crash after the rename goes."""

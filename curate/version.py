@@ -17,6 +17,7 @@ import fcntl
 import html
 import json
 import os
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -68,12 +69,26 @@ class Version:
         return self
 
     def release(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        fd, self._lock_fd = self._lock_fd, None
+        if fd is not None:
+            os.close(fd)
 
-    def __del__(self) -> None:
-        self.release()
+    def __del__(self, _close: Callable[[int], None] = os.close) -> None:
+        # Bound at definition: at interpreter exit this module's globals may be gone. Never
+        # raise here (Python would print the exception as the process exits).
+        fd = self.__dict__.get("_lock_fd")
+        if fd is not None:
+            self._lock_fd = None
+            try:  # noqa: SIM105  (contextlib may be torn down already)
+                _close(fd)
+            except OSError:
+                pass
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy (copy.copy, pickle to a DataLoader worker) does not share the lock's file
+        descriptor: two objects closing one number would close some other file the second
+        time. The copy holds no lock until its own `hold()`."""
+        return {k: v for k, v in self.__dict__.items() if k != "_lock_fd"} | {"_lock_fd": None}
 
     @cached_property
     def manifest(self) -> dict[str, Any]:
@@ -252,12 +267,6 @@ def open(path: str | Path, version: str = "LATEST") -> Version:
     The version is held (a shared read lock, like `prepare()`'s) while the object lives: a
     notebook or a trainer reading it must not find it removed by `curate gc --keep 1`.
     """
-    path = Path(path)
-    if (path / "manifest.json").is_file():
-        return Version(path).hold()
-    if version == "LATEST":
-        try:
-            version = (path / "LATEST").read_text().strip()
-        except FileNotFoundError:
-            raise CurateError(f"{path} has no published version (no LATEST file)") from None
-    return Version(path / version).hold()
+    from curate.sealed import version_path
+
+    return Version(version_path(Path(path), version)).hold()

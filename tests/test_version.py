@@ -199,8 +199,10 @@ def test_open_says_what_a_path_is_not(tmp_path: Path) -> None:
     (tmp_path / "notes" / "todo.txt").write_text("x")
     with pytest.raises(curate.CurateError) as exc:
         curate.open(tmp_path / "notes")
-    assert str(exc.value).startswith(f"{tmp_path / 'notes'} is not a curate dataset or version")
-    with pytest.raises(curate.CurateError, match="is not a curate dataset or version"):
+    assert str(exc.value).startswith(
+        f"{tmp_path / 'notes'} is not a version (no manifest.json) nor a curate dataset folder"
+    )
+    with pytest.raises(curate.CurateError, match="nor a curate dataset folder"):
         curate.open(tmp_path / "notes" / "todo.txt")
 
 

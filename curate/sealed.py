@@ -1,0 +1,105 @@
+"""Which folder a `LATEST` or `.index` entry may lead to: a sealed version of that dataset.
+
+Both files are one line of text in a folder other users of a shared root may write. A
+name in them is followed only to a *sealed* version: a real folder (not a link) named
+`v<digits>` directly inside the dataset folder, whose manifest.json is read-only (as
+`Store.publish` seals it before the rename that makes it visible; the folder itself is
+made read-only just after, so a crash in between leaves a findable version) and names
+this dataset and this version (and, for an `.index` entry, the fingerprint the entry
+is filed under). Anything else (`../../evil/v9`, an absolute
+path, a folder planted without a manifest, a writable copy) is refused by name.
+
+`curate.open()` fails on a LATEST that names anything else rather than falling back to
+an older version: a trainer must not silently train on other data than the newest
+version, and an "older valid version" may itself have been planted. Naming a version
+explicitly (`curate.open(folder, "v3")`) still works after checking it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+from pathlib import Path
+
+from curate.errors import CurateError
+from curate.paths import inside
+
+VERSION_NAME = re.compile(r"^v[0-9]+$")
+
+
+def seal_problem(dataset: Path, name: str, fingerprint: str | None = None) -> str | None:
+    """Why `dataset/name` is not a sealed version of `dataset`, or None when it is one."""
+    if not VERSION_NAME.match(name):
+        return "not a version name (v1, v2, ...)"
+    folder = dataset / name
+    try:
+        st = os.lstat(folder)
+    except FileNotFoundError:
+        return "no such folder"
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if stat.S_ISLNK(st.st_mode):
+        return "a symbolic link"
+    if not stat.S_ISDIR(st.st_mode):
+        return "not a folder"
+    manifest = folder / "manifest.json"
+    try:
+        mode = os.lstat(manifest).st_mode
+        if not stat.S_ISREG(mode):
+            return "its manifest.json is not a regular file"
+        if mode & 0o222:
+            return "its manifest.json is writable (curate publishes versions read-only)"
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "no readable manifest.json"
+    if not isinstance(data, dict):
+        return "its manifest.json is not a curate manifest"
+    if data.get("dataset") != dataset.name or data.get("version") != name:
+        return (
+            f"its manifest names {str(data.get('dataset'))!r} {str(data.get('version'))!r}, "
+            f"not {dataset.name!r} {name!r}"
+        )
+    if fingerprint is not None and data.get("fingerprint") != fingerprint:
+        return "its manifest has another fingerprint"
+    return None
+
+
+def latest_version(dataset: Path) -> Path:
+    """The version a dataset folder's LATEST names, when it is a sealed one of this dataset."""
+    latest = dataset / "LATEST"
+    try:
+        name = latest.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        raise CurateError(f"{dataset} has no published version (no LATEST file)") from None
+    except (OSError, ValueError) as exc:
+        raise CurateError(f"{latest} cannot be read: {exc}") from None
+    problem = seal_problem(dataset, name)
+    if problem is not None:
+        raise CurateError(
+            f"{latest} names {name[:80]!r}, which is not a published version of this dataset "
+            f"({problem}); not following it: check the dataset folder, or name a version"
+        )
+    return dataset / name
+
+
+def version_path(path: Path, version: str = "LATEST") -> Path:
+    """What `curate.open(path, version)` opens: a version folder as given, a dataset folder's
+    LATEST (sealed, see above), or a named version inside the dataset folder."""
+    if (path / "manifest.json").is_file():
+        return path
+    if not path.exists():
+        raise CurateError(f"{path} does not exist")
+    if not path.is_dir() or (
+        version == "LATEST"
+        and not (path / "LATEST").exists()
+        and not any(VERSION_NAME.match(p.name) for p in path.iterdir())
+    ):
+        raise CurateError(
+            f"{path} is not a version (no manifest.json) nor a curate dataset folder "
+            "(no LATEST, no v1, v2, ...)"
+        )
+    if version == "LATEST":
+        return latest_version(path)
+    return inside(path, version, source="curate.open", field="version")
