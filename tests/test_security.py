@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from conftest import REPO
+from conftest import REPO, write_recipe
 
 BLOCK_NETWORK = """
 import socket, sys
@@ -110,3 +111,45 @@ def test_custom_stages_come_only_from_dotted_paths_in_the_recipe(tmp_path: Path)
             assert "not a curate Stage class" in str(exc) or "cannot import" in str(exc)
         else:
             raise AssertionError(f"{name} resolved to a stage")
+
+
+RUN_UNDER_UMASK = """
+import os, sys
+from pathlib import Path
+os.umask(int(sys.argv[2], 8))
+import curate
+recipe = Path(sys.argv[1])
+version = curate.run(recipe)
+os.utime(recipe.parent / "data" / "a.jsonl")  # content identity: re-hashed, cache rewritten
+assert curate.run(recipe).up_to_date
+curate.open(version.path.parent)  # a reader takes its lock under .locks/
+"""
+
+
+@pytest.mark.parametrize(
+    ("umask", "dir_mode", "file_mode"), [("000", 0o750, 0o640), ("077", 0o770, 0o660)]
+)
+def test_every_folder_and_file_under_the_root_has_the_recipes_modes(
+    project: Path, umask: str, dir_mode: int, file_mode: int
+) -> None:
+    # umask 000 must not make anything world-writable; umask 077 must not lock out the group
+    # that shares the root (dir_mode 0770). Every path curate creates, on every code path:
+    # the root and its missing parents, the content-hash cache, locks, index, LATEST.
+    output = {"root": "made/by/curate", "fsync": False}
+    output |= {"dir_mode": f"{dir_mode:04o}", "file_mode": f"{file_mode:04o}"}
+    recipe = write_recipe(project, input_identity="content", output=output)
+    result = subprocess.run(
+        [sys.executable, "-c", RUN_UNDER_UMASK, str(recipe), umask],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    made = project / "made"
+    assert (made / "by" / "curate" / "t" / ".cache" / "input-hashes.json").is_file()
+    sealed_dir, sealed_file = dir_mode & ~0o222, file_mode & ~0o222
+    wrong = []
+    for path in [made, *made.rglob("*")]:
+        mode = stat.S_IMODE(path.lstat().st_mode)
+        allowed = (dir_mode, sealed_dir) if path.is_dir() else (file_mode, sealed_file)
+        if mode not in allowed:
+            wrong.append(f"{path.relative_to(project)} {oct(mode)}")
+    assert not wrong
