@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -62,8 +62,11 @@ def content_hash(path: Path) -> str:
     return "xxh3_128:" + h.hexdigest()
 
 
-def cached_content_hashes(cache: Path, files: list[InputFile]) -> list[str]:
-    """Content hashes, computed only for files whose path, size or mtime changed since cached."""
+def cached_content_hashes(
+    cache: Path, files: list[InputFile], save: Callable[[Path, str], None]
+) -> list[str]:
+    """Content hashes, computed only for files whose path, size or mtime changed since cached;
+    an updated cache is written by `save` (the store: with the recipe's modes)."""
     try:
         known: dict[str, Any] = json.loads(cache.read_text())
     except (FileNotFoundError, ValueError):
@@ -79,10 +82,7 @@ def cached_content_hashes(cache: Path, files: list[InputFile]) -> list[str]:
         out.append(digest)
         changed = True
     if changed:
-        cache.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-        tmp.write_text(json.dumps(known, indent=1, sort_keys=True))
-        os.replace(tmp, cache)
+        save(cache, json.dumps(known, indent=1, sort_keys=True))
     return out
 
 

@@ -72,7 +72,8 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
     )
     hashes = None
     if recipe.input_identity == "content":
-        hashes = cached_content_hashes(store.path / ".cache" / "input-hashes.json", files)
+        cache = store.path / ".cache" / "input-hashes.json"
+        hashes = cached_content_hashes(cache, files, store.save)
     fp = fingerprint(recipe, files, stages, hashes)
     found = store.find(fp)
     if found is not None:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from curate.errors import CurateError
 from curate.io.shards import fsync_dir
+from curate.modes import make_dirs, open_created
 from curate.phases import mark
 from curate.sealed import VERSION_NAME, seal_problem
 
@@ -37,6 +38,7 @@ _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex 
 def write_atomic(path: Path, text: str, *, mode: int = 0o640, fsync: bool = True) -> None:
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    os.fchmod(fd, mode)  # exactly `mode`, whatever the umask
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
         f.flush()
@@ -104,9 +106,14 @@ class Store:
             ) from None
 
     def _mkdir(self, path: Path) -> None:
-        if not path.is_dir():
-            path.mkdir(parents=True, exist_ok=True)
-            os.chmod(path, self.dir_mode)
+        make_dirs(path, self.dir_mode)
+
+    def save(self, path: Path, text: str) -> None:
+        """Write a file of curate's own under the dataset folder (the content-hash cache),
+        creating the folders on the way, everything with the recipe's modes."""
+        self.ensure()
+        self._mkdir(path.parent)
+        write_atomic(path, text, mode=self.file_mode, fsync=False)
 
     def staging(self, fingerprint: str) -> Path:
         return self.path / f".staging-{fingerprint[:20]}"
@@ -124,7 +131,7 @@ class Store:
     @contextlib.contextmanager
     def _flock(self, path: Path) -> Iterator[None]:
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, self.file_mode)
+            fd = open_created(path, self.file_mode)
         except OSError as exc:  # the first file a build writes: an output folder it cannot use
             message = f"cannot write in output folder {path.parent}: {exc.strerror}"
             raise CurateError(message, at=("output", "root")) from None
@@ -220,8 +227,8 @@ class Store:
     @contextlib.contextmanager
     def try_exclusive(self, path: Path) -> Iterator[bool]:
         """Hold `path`'s lock exclusively if no one holds it (True), else yield False at once."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, self.file_mode)
+        self._mkdir(path.parent)
+        fd = open_created(path, self.file_mode, os.O_RDWR | os.O_NOFOLLOW)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from curate.errors import CurateError
 from curate.io.shards import read_stream
+from curate.modes import make_dirs, modes_of, open_created
 from curate.paths import inside
 from curate.sizes import format_size
 
@@ -56,9 +57,10 @@ class Version:
         object lives (or until `release()`). Returns the version, for chaining."""
         if self._lock_fd is None:
             lock = self.path.parent / ".locks" / f"{self.path.name}.lock"
-            try:
-                lock.parent.mkdir(exist_ok=True)
-                fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o640)
+            try:  # the dataset folder's modes: a reader knows no recipe
+                dir_mode, file_mode = modes_of(self.path.parent)
+                make_dirs(lock.parent, dir_mode)
+                fd = open_created(lock, file_mode)
             except OSError:  # a read-only copy of the dataset: nothing can collect it either
                 return self
             fcntl.flock(fd, fcntl.LOCK_SH)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from curate.errors import CurateError
 from curate.io.hf_layout import hf_files
+from curate.modes import make_dirs
 from curate.paths import inside
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def view_folder(version: Version, cache: Path) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         for rel, target in links.items():
             link = tmp / rel  # rel was checked: relative, no '..'
-            link.parent.mkdir(parents=True, exist_ok=True)
+            make_dirs(link.parent, 0o700)  # the user's own cache, whatever the umask
             link.symlink_to(target)
         try:
             os.rename(tmp, view)
