@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import time
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -50,4 +54,20 @@ class Slow(MapStage):
         import time
 
         time.sleep(self.params.seconds)
+        return StageResult(batch)
+
+
+class Stall(MapStage):
+    """While CURATE_TEST_STALL names a folder, stalls in every partition but the one of ids
+    `p0-*`, as a long call into native code would, leaving a `<pid>-<id>` file there first
+    (tests/test_interrupt.py). Unset, it changes nothing, so the same recipe then resumes."""
+
+    name = "stall"
+    Params = StageParams
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        folder, first = os.environ.get("CURATE_TEST_STALL"), str(batch.column("id")[0])
+        if folder and not first.startswith("p0-"):
+            Path(folder, f"{os.getpid()}-{first}").touch()
+            time.sleep(120)
         return StageResult(batch)
