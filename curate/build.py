@@ -10,8 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,6 +72,21 @@ def space_note(recipe: Recipe, files: list[InputFile], store: Store, fp: str) ->
     )
 
 
+def _in_daemon_thread(fn: Callable[[], list[str]]) -> Future[list[str]]:
+    """Hashing every input runs beside the first pass; an interrupted run must not wait at
+    exit for it to read the rest of the inputs, as it would for a non-daemon thread."""
+    future: Future[list[str]] = Future()
+
+    def work() -> None:
+        try:
+            future.set_result(fn())
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="curate-hash", daemon=True).start()
+    return future
+
+
 @dataclass
 class Build:
     recipe: Recipe
@@ -111,8 +128,7 @@ class Build:
     def _run(self) -> Version:
         started, t0 = datetime.now(UTC), time.perf_counter()
         self.engine.start()  # workers boot while we plan, before any thread of ours exists
-        hashing = ThreadPoolExecutor(1, thread_name_prefix="curate-hash")
-        hashes = hashing.submit(
+        hashes = _in_daemon_thread(
             lambda: self.known_hashes or [content_hash(Path(f.path)) for f in self.files]
         )
         try:
@@ -129,7 +145,6 @@ class Build:
             return self._publish(job, result, hashes, started, t0, timings)
         finally:
             self.engine.close()
-            hashing.shutdown(cancel_futures=True)
 
     def _job(self) -> Job:
         r = self.recipe

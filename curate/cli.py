@@ -6,7 +6,9 @@ traceback, and exits with status 2; anything else is a bug and keeps its traceba
 
 from __future__ import annotations
 
+import gc as garbage_collector
 import logging
+import signal
 import sys
 from collections.abc import Callable
 from functools import wraps
@@ -30,6 +32,13 @@ def _user_errors(fn: F) -> F:
             sys.exit(2)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _interrupt_once(signum: int, frame: Any) -> None:
+    """The first Ctrl-C stops the run, which terminates its workers and exits; a second one
+    must not interrupt that (it printed a traceback), so from now on Ctrl-C is ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
 
 
 @click.group()
@@ -68,16 +77,23 @@ def run(
         change["address"] = address
         engine = loaded.engine.model_copy(update={k: v for k, v in change.items() if v})
         target = loaded.model_copy(update={"engine": engine})
+    previous, interrupted = signal.signal(signal.SIGINT, _interrupt_once), False
     try:
         version = run_recipe(
             target, progress=no_progress if quiet else StderrProgress(), workers=workers
         )
     except KeyboardInterrupt:  # click would print a bare "Aborted!"
+        interrupted = True
         click.echo(
             "\ninterrupted: completed partitions are kept; run the same recipe again to resume",
             err=True,
         )
+        # exiting, Python collected every module's objects: most of a second of the wait
+        garbage_collector.freeze()
         sys.exit(130)
+    finally:
+        if not interrupted:  # interrupted, Ctrl-C stays ignored until the process has exited
+            signal.signal(signal.SIGINT, previous)
     if version.up_to_date:
         click.echo(f"{version.dataset} is up to date: {version.name} at {version.path}")
         return

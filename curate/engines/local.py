@@ -11,10 +11,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import multiprocessing
+import signal
 import sys
 import threading
 import time
-from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from multiprocessing import resource_tracker
 from multiprocessing.context import BaseContext
 from typing import Any
 
@@ -30,6 +32,10 @@ log = logging.getLogger(__name__)
 
 
 def _worker_init() -> None:
+    # Ctrl-C reaches the whole foreground process group: the driver alone handles it and
+    # terminates the workers, so none prints a traceback or finishes its task first.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     # One process per core already: keep Arrow's own pools from oversubscribing.
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
@@ -83,10 +89,19 @@ class LocalEngine:
             ctx = multiprocessing.get_context("fork")
         else:
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["curate.engines.tasks"])
-        self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
-        for _ in range(self.workers):
-            self._pool.submit(_warm)
+            ctx.set_forkserver_preload(["curate.engines.no_sigint", "curate.engines.tasks"])
+            # started here: starting it unblocks SIGINT, which must stay blocked below
+            resource_tracker.ensure_running()
+        # A Ctrl-C before _worker_init would interrupt a starting worker (or the forkserver
+        # importing its preloads): they start with SIGINT blocked, a mask that fork and exec
+        # keep, and unblock it once they ignore it.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+            for _ in range(self.workers):  # starts every worker now
+                self._pool.submit(_warm)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
 
     def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
         result = JobResult(records=[])
@@ -105,6 +120,9 @@ class LocalEngine:
                 if segment.barrier is not None:
                     info = self._decide(job, k, segment.barrier, result.records[k], progress)
                     result.decisions[job.barrier_positions[k]] = info
+        except KeyboardInterrupt:
+            self.terminate()
+            raise
         finally:
             self.close()
         return result
@@ -113,6 +131,25 @@ class LocalEngine:
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+
+    def terminate(self) -> None:
+        """Stop the workers now, mid-task (Ctrl-C): waiting for the running partitions took
+        seconds to minutes. Completion records and checkpoints are written atomically after
+        the files they name, so what they record is kept and the next run resumes from it."""
+        pool, self._pool = self._pool, None
+        if pool is None:
+            return
+        # Python 3.14 has ProcessPoolExecutor.terminate_workers(); before, only _processes
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(ProcessLookupError, ValueError):
+                process.terminate()
+        for process in processes:
+            with contextlib.suppress(ValueError):
+                process.join(timeout=1)
+                if process.is_alive():
+                    process.kill()
 
     def _run_pass(
         self, tasks: list[PassTask], pool: Executor | None, phase: str, progress: ProgressFn
@@ -125,11 +162,15 @@ class LocalEngine:
                 records[task.partition.index] = run_pass_task(task)
                 progress(phase, len(records), total)
         else:
-            futures = [pool.submit(run_pass_task, task) for task in todo]
-            for future in as_completed(futures):
-                record = future.result()
-                records[record["partition"]] = record
-                progress(phase, len(records), total)
+            pending = {pool.submit(run_pass_task, task) for task in todo}
+            while pending:
+                # Timed: a Ctrl-C can reach any thread of the driver (polars and Arrow start
+                # their own), and Python's handler runs only once the main thread wakes up.
+                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                for future in done:
+                    record = future.result()
+                    records[record["partition"]] = record
+                    progress(phase, len(records), total)
         return [records[t.partition.index] for t in tasks]
 
     def _decide(
