@@ -49,12 +49,29 @@ def test_user_mistakes_are_curate_errors() -> None:
 
     from curate import CurateError
 
-    with pytest.raises(CurateError, match=r"unknown stage 'normalise' \(did you mean 'normalize'"):
-        Pipeline().add("normalise").process([{"text": "a"}])
-    with pytest.raises(
-        CurateError, match=r"stages\[0\]\.normalize\.form: must be one of NFC, NFKC"
-    ):
-        Pipeline().add("normalize", form="NFD").process([{"text": "a"}])
+    with pytest.raises(CurateError) as exc:
+        Pipeline().add("normalise")  # at add(), not at process(): the line that is wrong
+    assert type(exc.value) is CurateError  # the public type, not a private subclass
+    assert str(exc.value).startswith(
+        "Pipeline.add('normalise'): stages[0]: unknown stage 'normalise' "
+        "(did you mean 'normalize'?); built-in stages: "
+    )
+    with pytest.raises(CurateError, match=r"did you mean 'filter_length' or 'quality_filter'\?"):
+        Pipeline().add("normalize").add("filter")
+    pipeline = Pipeline().add("normalize")
+    with pytest.raises(CurateError) as exc:
+        pipeline.add("normalize", form="NFD")
+    assert type(exc.value) is CurateError
+    assert str(exc.value) == (
+        "Pipeline.add('normalize'): stages[1].normalize.form: must be one of NFC, NFKC"
+    )
+    assert pipeline.entries == [{"normalize": {}}]  # the bad stage was not added
+    with pytest.raises(CurateError) as exc:
+        Pipeline([{"filter_length": {"min_word": 3}}])  # stages given to the constructor too
+    assert str(exc.value) == (
+        "Pipeline: stages[0].filter_length.min_word: unknown key 'min_word' "
+        "(did you mean 'min_words'?)"
+    )
     with pytest.raises(CurateError, match=r"the data has no 'text' field \(fields: body\)"):
         Pipeline().add("normalize").process([{"body": "a"}])
     kept = Pipeline(text_field="body").add("normalize").process([{"body": "a "}]).table
@@ -126,4 +143,4 @@ def test_chat_pipeline_refuses_stages_for_text() -> None:
     from curate import CurateError
 
     with pytest.raises(CurateError, match="chat records"):
-        Pipeline(chat="messages").add("tokenize", source="x").process([])
+        Pipeline(chat="messages").add("tokenize", source="x")
