@@ -35,7 +35,7 @@ from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.io.packing import packing_for
 from curate.plan import make_plan
-from curate.recipe import Recipe, build_stage, shape_problems
+from curate.recipe import Recipe, StageSpec, build_stage, shape_problems
 from curate.stages.base import (
     DECISION_SCHEMA,
     ORDER,
@@ -72,23 +72,40 @@ class Pipeline:
         """`chat`: the records are conversations: a shape name (`messages`, `sharegpt`,
         `alpaca`, `auto`) or the recipe's `chat:` mapping."""
         self.text_field = text_field
-        self.entries: list[dict[str, Any]] = [dict(e) for e in stages]
         if isinstance(chat, str):
             chat = {"shape": chat}
         self.chat = ChatInput.model_validate(chat) if chat is not None else None
+        self.entries: list[dict[str, Any]] = [dict(e) for e in stages]
+        self._specs("Pipeline")
 
     def add(self, stage: str, **params: Any) -> Pipeline:
-        """Append a stage by recipe name or dotted path; returns the pipeline for chaining."""
+        """Append a stage by recipe name or dotted path; returns the pipeline for chaining.
+        An unknown stage or a bad parameter fails here, as it would in a recipe, not later
+        in `process()`."""
         self.entries.append({stage: params})
+        try:
+            self._specs(f"Pipeline.add({stage!r})")
+        except CurateError:
+            self.entries.pop()
+            raise
         return self
 
-    def stages(self) -> list[Stage]:
-        specs = [build_stage(entry, i) for i, entry in enumerate(self.entries)]
+    def _specs(self, where: str) -> list[StageSpec]:
+        """The entries as validated stage specs, or a CurateError saying what is wrong."""
+        try:
+            specs = [build_stage(entry, i) for i, entry in enumerate(self.entries)]
+        except CurateError as exc:  # the recipe's own type for it is private
+            raise CurateError(f"{where}: {exc}") from None
         problems = shape_problems(specs, chat=self.chat is not None)
         if problems:
             raise CurateError(
-                "; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems)
+                f"{where}: "
+                + "; ".join(f"{'.'.join(map(str, loc))}: {msg}" for loc, msg in problems)
             )
+        return specs
+
+    def stages(self) -> list[Stage]:
+        specs = self._specs("Pipeline")
         return [
             spec.stage_class(
                 spec.params, StageContext(self.text_field, i, chat=self.chat is not None)

@@ -59,9 +59,9 @@ def resolve(name: str) -> type[Stage]:
         return _import(BUILTIN[name], name)
     if is_dotted_path(name):
         return _import(name, name)
-    hint = difflib.get_close_matches(name, BUILTIN, n=1)
+    hints = [f"'{h}'" for h in difflib.get_close_matches(name, BUILTIN, n=3)]
     known = ", ".join(sorted(BUILTIN))
-    suggestion = f" (did you mean '{hint[0]}'?)" if hint else ""
+    suggestion = f" (did you mean {' or '.join(hints)}?)" if hints else ""
     raise CurateError(
         f"unknown stage '{name}'{suggestion}; built-in stages: {known}; "
         "or give a dotted path to your own Stage class, e.g. 'mypkg.stages:MyStage'"
