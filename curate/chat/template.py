@@ -23,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from curate.chat.budget import Budget, BudgetExceeded, TemplateFailed
 from curate.errors import CurateError
 from curate.tokenizers.encoders import ModelDefaults, read_config, token_content
 from curate.tokenizers.source import TokenizerSource
@@ -155,6 +156,8 @@ class Renderer:
     def render(
         self, messages: list[dict[str, str]], add_generation_prompt: bool = False
     ) -> tuple[str, list[tuple[int, int]]]:
+        """Raises `RenderRefused` (`curate.chat.budget`) when the rendering goes over its
+        budget or the template's own code fails on these messages."""
         blocks: list[str] = []
         spans: list[tuple[int, int]] = []
         # Template.generate without its per-block generator: the same context, the same
@@ -163,15 +166,27 @@ class Renderer:
                         "add_generation_prompt": add_generation_prompt}  # fmt: skip
         context = self.compiled.new_context(context_vars, shared=True)
         append = blocks.append
+        budget = self.env.budget = Budget(messages)
+        size, limit = 0, budget.max_chars
         with self.env.activate_tracker(blocks, spans):
             try:
                 for block in self.compiled.root_render_func(context):
+                    size += len(block)
+                    if size > limit:
+                        budget.output(size)
+                        limit = budget.max_chars
                     append(block)
+            except RecursionError:  # nesting the budgets did not see: never a crash
+                raise BudgetExceeded("call_depth") from None
+            except _TEMPLATE_FAULTS as exc:
+                raise TemplateFailed(exc) from None
             except Exception:
                 self.env.handle_exception()
         return "".join(blocks), spans
 
 
+# what a template's own expressions raise on some values (`1 / 0`, `'a' * 1.5`)
+_TEMPLATE_FAULTS = (ArithmeticError, LookupError, TypeError, ValueError)
 # `loop`'s counters: ints and bools, each an attribute the sandbox would allow (public, not
 # internal, the loop not a known mutable type), so answering them directly changes nothing
 _LOOP_COUNTERS = frozenset(
@@ -189,9 +204,10 @@ def _environment_class() -> Any:
     if _ENVIRONMENT is not None:
         return _ENVIRONMENT
     from jinja2.runtime import LoopContext
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class ChatTemplateEnvironment(ImmutableSandboxedEnvironment):
+    from curate.chat.sandbox import BudgetedSandbox
+
+    class ChatTemplateEnvironment(BudgetedSandbox):
         def getattr(self, obj: Any, attribute: str) -> Any:
             if type(obj) is LoopContext and attribute in _LOOP_COUNTERS:
                 return getattr(obj, attribute)
@@ -209,6 +225,9 @@ class _TemplateDict:
 
     def fromkeys(self, *args: Any, **kwargs: Any) -> dict[Any, Any]:
         return dict.fromkeys(*args, **kwargs)
+
+    def __repr__(self) -> str:  # not the default's memory address: the same in every run
+        return "<dict>"
 
 
 def _namespace_class() -> Any:

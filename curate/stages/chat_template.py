@@ -12,7 +12,9 @@ assistant mask marks them; the stage writes `labels` (-100 everywhere else) or a
 
 Conversations longer than `max_len` are dropped or truncated, as the recipe says, and
 counted. A template error (a template's own `raise_exception`, such as roles that do not
-alternate) removes the conversation with the template's message as the reason.
+alternate) removes the conversation with the template's message as the reason; so does a
+rendering over its budget (`curate.chat.budget`: the reason names the budget) or one on
+which the template's code fails (the reason names the exception's type).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
 
+from curate.chat.budget import BudgetExceeded, RenderRefused
 from curate.chat.mask import NotPrefixStable, prefix_spans, unmarked_spans
 from curate.chat.spec import MESSAGES
 from curate.chat.template import Renderer, TemplateText, find_template, special_tokens_map
@@ -39,6 +42,7 @@ from curate.chat.tokens import (
     re2_alternation,
     vocab_size,
 )
+from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.io.chat_packing import ChatPackSpec
 from curate.io.packing import NUM_TOKENS, TOKENS
@@ -48,6 +52,8 @@ from curate.tokenizers.encoders import Encoder, library_versions
 from curate.tokenizers.identity import file_digests
 from curate.tokenizers.source import TokenizerSource, resolve_source
 
+# what every template renders within its budget (see ChatTemplate._probe)
+_PROBE = [{"role": "user", "content": "Hello."}, {"role": "assistant", "content": "Hi."}]
 LABELS = "labels"
 LOSS_MASK = "loss_mask"
 IGNORE = -100
@@ -237,9 +243,26 @@ class ChatTemplate(MapStage):
             variables = {**self._special_tokens(tok), **self.p.variables}
             now = datetime.fromisoformat(self.p.now)
             renderer = Renderer(self.template, now, variables)
+            self._probe(renderer)
             found = (tok, renderer, re2_alternation(tok.specials))
             self.__dict__["_loaded_objects"] = found
         return found
+
+    def _probe(self, renderer: Renderer) -> None:
+        """A template over budget on a two-message conversation would be over budget on
+        every record: a hostile or broken template fails the run, rather than remove
+        everything one record at a time."""
+        try:
+            renderer.render(_PROBE)
+            renderer.render(_PROBE[:1], True)
+        except BudgetExceeded as exc:
+            raise CurateError(
+                f"chat template {self.template.origin}: over its budget "
+                f"({exc.which}) on a two-message conversation; every record would be; see "
+                "curate.chat.budget for the limits"
+            ) from None
+        except Exception:  # a template may refuse this conversation (raise_exception)
+            pass
 
     def _default_threads(self) -> int:
         """tokenizers' batch call gains from the worker's cores; tiktoken's thread pool costs
@@ -335,6 +358,10 @@ class ChatTemplate(MapStage):
             try:
                 marked = tok.marks_content and bool(has_special[row])
                 text, found = self._render(messages, marked=marked)
+            except RenderRefused as exc:  # over budget, or the template's code failed
+                removed_rows.append(row)
+                reasons.append(exc.reason)
+                continue
             except jinja2.exceptions.TemplateError as exc:
                 removed_rows.append(row)
                 reasons.append(f"template_error: {str(exc)[:200]}")
