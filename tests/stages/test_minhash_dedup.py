@@ -180,3 +180,40 @@ def test_up_to_date_check_imports_neither_datasketch_nor_scipy(tmp_path: Path) -
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split("\n")[0] == "True []"
     assert first.manifest["stages"][0]["software"]["datasketch"]
+
+
+def test_similarity_is_the_exact_jaccard_with_the_kept_document() -> None:
+    """rejected/'s `similarity` is the Jaccard similarity of the removed document's shingles
+    with the kept one's (`duplicate_of`), exact with verify: exact. A document that joins a
+    cluster through another member (a ~ b ~ c) can be below the threshold with the kept one:
+    that is the number recorded, not an estimate that may fall on either side of it."""
+    words = [f"w{i}" for i in range(300)]
+
+    def changed(base: list[str], at: range, tag: str) -> list[str]:
+        return [f"{tag}{i}" if i in at else w for i, w in enumerate(base)]
+
+    a = words
+    b = changed(a, range(10, 300, 50), "x")  # 6 words apart: 30 of 296 shingles differ
+    c = changed(b, range(35, 300, 50), "y")  # 6 more; a ~ c is never a verified pair
+    texts = [" ".join(t) for t in (a, b, c)]
+
+    def shingles(text: str) -> set[tuple[str, ...]]:
+        w = text.split()
+        return {tuple(w[i : i + 5]) for i in range(len(w) - 4)}
+
+    def jaccard(x: str, y: str) -> float:
+        return len(shingles(x) & shingles(y)) / len(shingles(x) | shingles(y))
+
+    assert jaccard(texts[0], texts[1]) >= 0.8 and jaccard(texts[1], texts[2]) >= 0.8
+    assert jaccard(texts[0], texts[2]) < 0.8
+    result = (
+        curate.Pipeline()
+        .add("minhash_dedup")
+        .process([{"id": k, "text": t} for k, t in zip("abc", texts, strict=True)])
+    )
+    rows = {r["id"]: r for r in result.rejected.to_pylist()}
+    assert sorted(rows) == ["b", "c"] and {r["duplicate_of"] for r in rows.values()} == {"a"}
+    for k, text in (("b", texts[1]), ("c", texts[2])):
+        assert rows[k]["similarity"] == pytest.approx(jaccard(texts[0], text), abs=1e-6)
+    said = MinHashDedup(MinHashDedupParams()).describe()["similarity"]  # in the manifest
+    assert said.startswith("rejected/: Jaccard similarity") and "exact" in said
