@@ -13,7 +13,10 @@ by the share of equal signature values (`estimate`) or by the Jaccard similarity
 shingle sets read back for candidate pairs only (`exact`), and pairs under the threshold
 are dropped; connected components of the verified pairs are clusters, and each cluster
 keeps its first document in input order. A removed document's rejected row names the kept
-one and their similarity estimated from the signatures.
+one (`duplicate_of`) and their similarity measured as pairs are verified: the Jaccard
+similarity of their shingle sets (`exact`) or its estimate from the signatures. A document
+that joined its cluster through another member (a ~ b ~ c) can be below the threshold
+with the kept one: its own verified pair is with that other member.
 
 On chat records a conversation is shingled as the contents of its messages of the chosen
 `roles` (default: all) joined by a blank line, every word tagged with its speaker
@@ -174,6 +177,10 @@ class MinHashDedup(BarrierStage):
             ),
             "verify": p.verify,
             "keep": "first in input order within each cluster",
+            "similarity": "rejected/: Jaccard similarity of the shingle sets with the kept "
+            "document (duplicate_of), "
+            + ("exact" if p.verify == "exact" else "estimated from the signatures")
+            + "; below the threshold when the document joined its cluster through another",
         }
         stats = getattr(self, "_stats", None)
         if stats is not None:
@@ -253,10 +260,15 @@ class MinHashDedup(BarrierStage):
         stats["removed"] = removed.count()
         lap("components")
         stats["decide_seconds"] = seconds
-        each = 16 + summaries.value_bytes(SIGNATURE) + 40
-        kept = summaries.join(removed, "a", [ID, SIGNATURE], ["_kept_id", "_va"], row_bytes=each)
+        # each removed document scored against its cluster's kept one, as pairs were verified
+        if p.verify == "exact":
+            scored = summaries.score_pairs(removed, SHINGLES, exact_scores)
+        else:
+            scored = summaries.score_pairs(removed, SIGNATURE, estimate_scores)
         del removed
-        both = summaries.join(kept, "b", [ID, SIGNATURE], ["_id", "_vb"], row_bytes=2 * each)
+        kept = summaries.join(scored, "a", [ID], ["_kept_id"], row_bytes=24 + 40)
+        del scored
+        both = summaries.join(kept, "b", [ID], ["_id"], row_bytes=24 + 2 * 40)
         decision = both.map(decision_rows, self.name)
         lap("similarity_and_ids")
         return decision
@@ -277,20 +289,17 @@ def later_members(clusters: pa.Table) -> pa.Table:
 
 def decision_rows(pairs: pa.Table, stage: str) -> pa.Table:
     """The decision rows of removed documents (b), naming the kept one (a) and their
-    similarity estimated from the signatures."""
+    similarity (`score`)."""
     n = pairs.num_rows
     if n == 0:
         return DECISION_SCHEMA.empty_table()
-    values = pa.concat_arrays(
-        [pairs.column("_va").combine_chunks(), pairs.column("_vb").combine_chunks()]
-    )
-    similarity = estimate_scores(values, np.arange(n), np.arange(n, 2 * n))
+    similarity = pairs.column("score").to_numpy().astype(np.float32)
     table = rejected_table(
         stage,
         pairs.column("_id"),
         [REASON] * n,
         duplicate_of=pairs.column("_kept_id"),
-        similarity=pa.array(similarity.astype(np.float32)),
+        similarity=pa.array(similarity),
     )
     return _with_order(table, pairs.column("b").to_numpy())
 
