@@ -121,3 +121,57 @@ def test_common_shape_mistakes_say_what_to_write(tmp_path: Path) -> None:
 def test_a_folder_given_as_the_recipe(tmp_path: Path) -> None:
     with pytest.raises(CurateError, match=r"is a folder; name the recipe's \.yaml file"):
         Recipe.load(tmp_path)
+
+
+BILLION_LAUGHS = """\
+name: laughs
+inputs: [a.jsonl]
+stages: [{normalize: {}}]
+lol0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]
+lol1: &l1 [*l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0]
+lol2: &l2 [*l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1]
+lol3: &l3 [*l2, *l2, *l2, *l2, *l2, *l2, *l2, *l2, *l2, *l2]
+lol4: &l4 [*l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3]
+lol5: &l5 [*l4, *l4, *l4, *l4, *l4, *l4, *l4, *l4, *l4, *l4]
+lol6: &l6 [*l5, *l5, *l5, *l5, *l5, *l5, *l5, *l5, *l5, *l5]
+lol7: &l7 [*l6, *l6, *l6, *l6, *l6, *l6, *l6, *l6, *l6, *l6]
+lol8: &l8 [*l7, *l7, *l7, *l7, *l7, *l7, *l7, *l7, *l7, *l7]
+"""
+
+
+@pytest.mark.timeout(30)
+def test_an_alias_bomb_is_refused_naming_file_and_line(tmp_path: Path) -> None:
+    """10^9 strings through 90 aliases: loading used to hang (issue 14)."""
+    msg = error(tmp_path, BILLION_LAUGHS)
+    assert f"{tmp_path / 'recipe.yaml'}:11:" in msg and "aliases" in msg, msg
+
+
+@pytest.mark.timeout(30)
+def test_merge_keys_count_as_aliases(tmp_path: Path) -> None:
+    levels = ["m0: &m0 {a: 1, b: 2}"] + [
+        f"m{i}: &m{i} {{<<: [*m{i - 1}, *m{i - 1}], k{i}: {i}}}" for i in range(1, 40)
+    ]
+    text = "name: m\ninputs: [a.jsonl]\nstages: [{normalize: {}}]\n" + "\n".join(levels) + "\n"
+    assert "aliases" in error(tmp_path, text)
+
+
+@pytest.mark.timeout(30)
+def test_a_recursive_alias_or_deep_nesting_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    msg = error(tmp_path, "name: r\ninputs: [a.jsonl]\nstages: [{normalize: {}}]\nx: &x [*x]\n")
+    assert ":4:" in msg and "itself" in msg, msg
+    deep = "name: d\ninputs: [a.jsonl]\nstages: [{normalize: {}}]\nx: " + "[" * 5000 + "]" * 5000
+    assert "nested" in error(tmp_path, deep + "\n")
+
+
+def test_small_anchors_still_work(tmp_path: Path) -> None:
+    r = load(
+        tmp_path,
+        "name: a\ninputs: [a.jsonl, b.jsonl]\n"
+        "stages:\n  - normalize: &norm {form: NFKC}\n  - filter_length: {min_words: 2}\n"
+        "  - normalize: *norm\n",
+    )
+    assert [(s.name, getattr(s.params, "form", None)) for s in r.stages] == [
+        ("normalize", "NFKC"),
+        ("filter_length", None),
+        ("normalize", "NFKC"),
+    ]
