@@ -36,7 +36,7 @@ from curate.quarantine_limits import OnError, on_error_schema
 from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams
 from curate.stages.registry import resolve
-from curate.yaml_lines import duplicate_keys, format_loc, line_of
+from curate.yaml_lines import alias_problem, duplicate_keys, format_loc, line_of
 
 FIELD_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -360,11 +360,16 @@ class Recipe(_Strict):
         loader = yaml.SafeLoader(text)
         try:
             node = loader.get_single_node()
+            aliases = alias_problem(node)
+            if aliases is not None:
+                raise CurateError(f"{path}:{aliases[0]}: {aliases[1]}")
             data = loader.construct_document(node) if node is not None else None
         except yaml.MarkedYAMLError as exc:
             mark = exc.problem_mark or exc.context_mark
             line = f":{mark.line + 1}" if mark else ""
             raise CurateError(f"{path}{line}: invalid YAML: {exc.problem or exc.context}") from None
+        except RecursionError:
+            raise CurateError(f"{path}: invalid YAML: nested too deeply") from None
         finally:
             loader.dispose()
         dups = duplicate_keys(node)

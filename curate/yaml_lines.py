@@ -61,3 +61,52 @@ def duplicate_keys(
         for i, item in enumerate(node.value):
             found += duplicate_keys(item, (*loc, i))
     return found
+
+
+MAX_ALIAS_NODES = 100_000  # nodes aliases may add to a recipe (a real one has a few hundred)
+
+
+def alias_problem(root: yaml.Node | None) -> tuple[int, str] | None:
+    """(line, what) when the document's aliases refer to their own anchor, or would expand
+    it by more than MAX_ALIAS_NODES nodes (a "billion laughs": a few lines of anchors that
+    multiply). Checked on the composed nodes, where an alias is the anchored node itself,
+    before anything is constructed or walked; linear in the number of distinct nodes."""
+    if root is None:
+        return None
+    size: dict[int, int] = {}  # node id -> nodes once expanded
+    uses: dict[int, int] = {}
+    nodes: dict[int, yaml.Node] = {}
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    open_: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            open_.discard(key)
+            size[key] = 1 + sum(size[id(c)] for c in _children(node))
+            continue
+        uses[key] = uses.get(key, 0) + 1
+        if key in open_:
+            return node.start_mark.line + 1, "an alias refers to the anchor it is inside of itself"
+        if key in nodes:  # met before, and finished: counted by size, not walked again
+            continue
+        nodes[key] = node
+        open_.add(key)
+        stack.append((node, True))
+        stack.extend((c, False) for c in _children(node))
+    if size[id(root)] - len(nodes) <= MAX_ALIAS_NODES:
+        return None
+    shared = [n for k, n in nodes.items() if uses[k] > 1]
+    worst = max(shared, key=lambda n: size[id(n)] * uses[id(n)])
+    return worst.start_mark.line + 1, (
+        f"aliases expand the recipe to {size[id(root)]:,} nodes (more than "
+        f"{MAX_ALIAS_NODES:,} added; this anchor is used {uses[id(worst)]} times)"
+    )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [n for pair in node.value for n in pair]
+    return []
