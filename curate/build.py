@@ -21,7 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate import accounting
+from curate import accounting, input_watch
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
@@ -129,7 +129,10 @@ class Build:
         started, t0 = datetime.now(UTC), time.perf_counter()
         self.engine.start()  # workers boot while we plan, before any thread of ours exists
         hashes = _in_daemon_thread(
-            lambda: self.known_hashes or [content_hash(Path(f.path)) for f in self.files]
+            lambda: (
+                self.known_hashes
+                or [input_watch.hash_unchanged(f, content_hash) for f in self.files]
+            )
         )
         try:
             job = self._job()
@@ -152,6 +155,7 @@ class Build:
         segments = make_plan(self.stages)
         position = {id(s): i for i, s in enumerate(self.stages)}
         staging = self.store.staging(self.fingerprint)
+        input_watch.drop_stale_staging(staging, self.files)  # read from inputs as they were
         staging.mkdir(exist_ok=True)
         return Job(
             staging=staging,
@@ -197,6 +201,9 @@ class Build:
         reconcile(counts)
         check_run(result.records[0], r.on_error_policy)
         mark("publish")
+        digests = hashes.result()
+        input_watch.check_records(self.files, result.records[0])
+        input_watch.check_all(self.files)  # nothing changed since it was read
         with self.store.publishing() as version:
             manifest = Manifest(
                 dataset=r.name,
@@ -206,7 +213,7 @@ class Build:
                 recipe=r.resolved(),
                 recipe_path=r.source,
                 inputs=accounting.input_records(
-                    self.files, hashes.result(), job.partitions, result.records[0]
+                    self.files, digests, job.partitions, result.records[0]
                 ),
                 stages=accounting.stage_records(stages, result),
                 schema_=[{"name": f.name, "type": str(f.type)} for f in job.final_schema],

@@ -20,6 +20,7 @@ import xxhash
 
 from curate import __version__
 from curate.errors import recipe_part
+from curate.input_watch import hash_unchanged
 from curate.io.inputs import InputFile
 from curate.recipe import Recipe
 from curate.stages.base import Stage
@@ -65,8 +66,9 @@ def content_hash(path: Path) -> str:
 def cached_content_hashes(
     cache: Path, files: list[InputFile], save: Callable[[Path, str], None]
 ) -> list[str]:
-    """Content hashes, computed only for files whose path, size or mtime changed since cached;
-    an updated cache is written by `save` (the store: with the recipe's modes)."""
+    """Content hashes, computed only for files whose stat identity (size, mtime, ctime, inode)
+    changed since cached (a file that changes while it is hashed fails the run); an updated
+    cache is written by `save` (the store: with the recipe's modes)."""
     try:
         known: dict[str, Any] = json.loads(cache.read_text())
     except (FileNotFoundError, ValueError):
@@ -74,11 +76,13 @@ def cached_content_hashes(
     out, changed = [], False
     for f in files:
         entry = known.get(f.path)
-        if entry and entry["size"] == f.size and entry["mtime_ns"] == f.mtime_ns:
+        identity = {"size": f.size, "mtime_ns": f.mtime_ns, "ctime_ns": f.ctime_ns,
+                    "inode": f.inode, "device": f.device}  # fmt: skip
+        if entry and all(entry.get(k) == v for k, v in identity.items()):
             out.append(entry["hash"])
             continue
-        digest = content_hash(Path(f.path))
-        known[f.path] = {"size": f.size, "mtime_ns": f.mtime_ns, "hash": digest}
+        digest = hash_unchanged(f, content_hash)
+        known[f.path] = {**identity, "hash": digest}
         out.append(digest)
         changed = True
     if changed:

@@ -214,7 +214,7 @@ class Recipe(_Strict):
     input_identity: Literal["stat", "content"] = Field(
         "stat",
         description="Inputs count as unchanged by path, size and mtime (nothing read), or by "
-        "content hash (read once, cached by path, size and mtime).",
+        "content hash (read once, cached by path and stat).",
     )
     on_error: OnError = Field(
         "quarantine",  # a mode stands for {mode: ...}

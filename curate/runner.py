@@ -85,6 +85,8 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
     check_inputs(
         files, FieldSpec(recipe.text_field, recipe.id_field, recipe.keep_fields(), chat=recipe.chat)
     )
+    if hashes is not None:  # of the files as listed now (no file is hashed twice)
+        hashes = cached_content_hashes(cache, files, store.save)
     fp = fingerprint(recipe, files, stages, hashes)
     engine = _engine(recipe, workers)  # a missing engine library fails before anything is written
     new_folders = [p for p in (store.root, store.path) if not p.exists()]

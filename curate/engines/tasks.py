@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate import input_watch
 from curate.engines.segments import SegmentWriter
 from curate.errors import CurateError
 from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
@@ -126,6 +127,7 @@ def _source_chunks(
     """
     part = task.partition
     if task.pass_index == 0:
+        record["input_stat"] = list(input_watch.discovered(part.input))
         row = 0
         for chunk in read_partition(
             part, task.fields, on_error=task.on_error, batch_bytes=task.batch_bytes
@@ -142,6 +144,7 @@ def _source_chunks(
             )
             row += n
             yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
+        input_watch.check(part.input)  # what was read is the input as discovered, all of it
         return
     folder = pass_dir(task.staging, task.pass_index - 1)
     for path in sorted(folder.glob(f"data-{part.index:05d}-*.arrow")):

@@ -30,6 +30,7 @@ class Member:
     rel: str  # posix path relative to the folder
     size: int
     mtime_ns: int
+    ctime_ns: int = 0
 
 
 def text_members(folder: str) -> list[Member]:
@@ -48,7 +49,7 @@ def text_members(folder: str) -> list[Member]:
             if not stat.S_ISREG(st.st_mode):
                 continue
             rel = Path(os.path.relpath(path, folder)).as_posix()
-            members.append(Member(rel, st.st_size, st.st_mtime_ns))
+            members.append(Member(rel, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     members.sort(key=lambda m: m.rel)
     return members
 
@@ -81,13 +82,18 @@ def hf_shards(folder: str) -> list[Member]:
         st = _stat(path, folder)
         if not stat.S_ISREG(st.st_mode):
             raise CurateError(f"{path} (listed in {state_path}) is not a regular file")
-        members.append(Member(Path(name).as_posix(), st.st_size, st.st_mtime_ns))
+        members.append(Member(Path(name).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return members
 
 
 def totals(members: Sequence[Member]) -> tuple[int, int]:
     """A folder's size (sum over members) and mtime_ns (max over members)."""
     return sum(m.size for m in members), max((m.mtime_ns for m in members), default=0)
+
+
+def totals_with_ctime(members: Sequence[Member]) -> tuple[int, int, int]:
+    """`totals` and the latest ctime_ns: a folder's part of its stat identity."""
+    return (*totals(members), max((m.ctime_ns for m in members), default=0))
 
 
 def members_of(folder: str, fmt: str, size: int, mtime_ns: int, name: str) -> tuple[Member, ...]:

@@ -58,6 +58,11 @@ class InputFile:
     format: str  # one of FORMATS
     size: int  # bytes (folder: sum of member files)
     mtime_ns: int  # (folder: max over member files)
+    ctime_ns: int = 0  # (folder: max over member files)
+    inode: int = 0  # (folder: the folder's own)
+    device: int = 0
+    """size, mtime, ctime, inode and device are the stat identity a run checks its inputs
+    against until it publishes (curate.input_watch)."""
 
 
 def discover_inputs(patterns: list[str], base_dir: Path, *, check: bool = True) -> list[InputFile]:
@@ -131,7 +136,7 @@ def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFi
     except OSError as exc:
         raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        return _describe_folder(path, name, label, check)
+        return _describe_folder(path, name, label, st, check)
     if not stat.S_ISREG(st.st_mode):
         raise CurateError(f"{label} is neither a regular file nor a folder")
     fmt = format_of(path)
@@ -139,10 +144,14 @@ def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFi
         raise CurateError(f"{label} has an unsupported extension; supported: {SUPPORTED}")
     if check:
         _check_content(path, fmt, st.st_size, label)
-    return InputFile(path, name, fmt, st.st_size, st.st_mtime_ns)
+    return InputFile(
+        path, name, fmt, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+    )
 
 
-def _describe_folder(path: str, name: str, label: str, check: bool = True) -> InputFile:
+def _describe_folder(
+    path: str, name: str, label: str, st: os.stat_result, check: bool = True
+) -> InputFile:
     if os.path.exists(os.path.join(path, folders.HF_STATE)):
         fmt = "hf_disk"
         members = folders.hf_shards(path)
@@ -166,8 +175,8 @@ def _describe_folder(path: str, name: str, label: str, check: bool = True) -> In
             )
         for m in members if check else ():
             _readable(os.path.join(path, m.rel), f"file {m.rel!r} of {label}")
-    size, mtime_ns = folders.totals(members)
-    return InputFile(path, name, fmt, size, mtime_ns)
+    size, mtime_ns, ctime_ns = folders.totals_with_ctime(members)
+    return InputFile(path, name, fmt, size, mtime_ns, ctime_ns, st.st_ino, st.st_dev)
 
 
 def _data_files_hint(path: str, name: str) -> str:

@@ -1,16 +1,16 @@
 """Reading one partition into record batches with exactly `FieldSpec.schema()`.
 
 The one entry point the engines call; it checks that the input is still the one
-that was discovered (same size and modification time, so a file rewritten
-mid-run cannot mix two versions into one dataset) and dispatches by format.
+that was discovered (its stat identity, so a file rewritten mid-run cannot mix two
+versions into one dataset) and dispatches by format.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
 from curate.errors import CurateError
+from curate.input_watch import check
 from curate.io.batches import ID, TEXT, FieldSpec, ReadChunk
 from curate.io.columnar import read_columnar
 from curate.io.inputs import InputFile
@@ -86,13 +86,6 @@ def read_partition(
 
 
 def _check_unchanged(part: Partition) -> None:
-    inp = part.input
-    try:
-        st = os.stat(inp.path)
-    except OSError as exc:
-        raise CurateError(f"input {inp.name!r} cannot be read: {exc.strerror or exc}") from None
-    if (st.st_size, st.st_mtime_ns) != (inp.size, inp.mtime_ns):
-        raise CurateError(
-            f"input {inp.name!r} changed while curate was running "
-            "(its size or modification time differs from when inputs were listed); run again"
-        )
+    """The input is still the file discovered (its stat identity, curate.input_watch);
+    the worker checks again once the partition has been read."""
+    check(part.input)

@@ -211,7 +211,7 @@ def test_input_changed_after_discovery_is_an_error(tmp_path: Path) -> None:
     parts = plan_partitions(discover_inputs(["a.parquet"], tmp_path), 10**9)
     write(tmp_path, "a.parquet", table(6))
     with pytest.raises(
-        CurateError, match=re.escape("'a.parquet' changed while curate was running")
+        CurateError, match=re.escape("input 'a.parquet' changed while the run read it (size ")
     ):
         list(read_partition(parts[0], FieldSpec("body")))
 
