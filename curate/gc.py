@@ -86,6 +86,13 @@ def render(actions: list[Action], dry_run: bool) -> str:
 
 
 def _collect_dataset(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
+    try:
+        return _collect_locked(dataset, keep, dry_run)
+    except OSError as exc:  # e.g. another user's dataset folder: nothing of it can be removed
+        return [Action(dataset.name, f"failed, {exc.strerror or exc}", refused=True)]
+
+
+def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
     store = Store(dataset.parent, dataset.name)
     with contextlib.nullcontext() if dry_run else _gc_lock(dataset):  # one gc per dataset
         entries = versions(dataset)
