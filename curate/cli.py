@@ -58,9 +58,23 @@ def main(verbose: int) -> None:
 )
 @click.option("--address", help="Ray cluster address (auto, host:port); implies --engine ray.")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@click.option(
+    "--verify",
+    "verify_mode",
+    type=click.Choice(["sizes", "full"]),
+    default="sizes",
+    show_default=True,
+    help="How a published version is checked before it is called up to date: every file's "
+    "size, or also every byte's sha256 (as `curate verify`). A damaged one is built anew.",
+)
 @_user_errors
 def run(
-    recipe: Path, workers: int | None, engine_kind: str | None, address: str | None, quiet: bool
+    recipe: Path,
+    workers: int | None,
+    engine_kind: str | None,
+    address: str | None,
+    quiet: bool,
+    verify_mode: str,
 ) -> None:
     """Build the dataset RECIPE describes, or say it is up to date."""
     from curate.progress import StderrProgress
@@ -80,7 +94,10 @@ def run(
     previous, interrupted = signal.signal(signal.SIGINT, _interrupt_once), False
     try:
         version = run_recipe(
-            target, progress=no_progress if quiet else StderrProgress(), workers=workers
+            target,
+            progress=no_progress if quiet else StderrProgress(),
+            workers=workers,
+            verify=verify_mode,  # type: ignore[arg-type]  # click checked the choice
         )
     except KeyboardInterrupt:  # click would print a bare "Aborted!"
         interrupted = True
@@ -97,6 +114,8 @@ def run(
     if version.up_to_date:
         click.echo(f"{version.dataset} is up to date: {version.name} at {version.path}")
         return
+    if version.rebuilt_because:
+        click.echo(f"{version.rebuilt_because}; built {version.name} beside it")
     click.echo(f"wrote {version.dataset} {version.name} to {version.path}")
     click.echo(render_summary(version))
 
@@ -122,7 +141,8 @@ def verify(path: Path) -> None:
     from curate.verify import verify as verify_folder
     from curate.version import open as open_version
 
-    folder = open_version(path).path if not (path / "manifest.json").is_file() else path
+    # A dataset folder means its LATEST, opened unchecked: verify reports every problem below.
+    folder = path if (path / "manifest.json").is_file() else open_version(path, check=False).path
     problems = verify_folder(folder)
     if problems:
         for problem in problems:

@@ -2,7 +2,9 @@
 
 `run` and `prepare` mean the same thing: return the published version for the
 recipe's current fingerprint, building it only when needed. The no-op path stats the
-inputs and reads one small index file; it imports no stage library and reads no data.
+inputs, reads one small index file and the version's manifest, and stats each file the
+manifest lists (`curate.integrity`); it imports no stage library and reads no data. A
+version whose files are not as listed is never returned: a new one is built beside it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ import logging
 import os
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from curate import integrity
 from curate.build import Build, space_note
 from curate.engines.job import ProgressFn, no_progress
 from curate.engines.tasks import DiskFull
@@ -23,6 +26,7 @@ from curate.io.batches import TEXT, FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.readers import check_inputs
 from curate.recipe import Recipe
+from curate.sealed import seal_problem
 from curate.stages.base import Stage, StageContext
 from curate.store import Store
 from curate.version import Version
@@ -54,14 +58,23 @@ def run(
     *,
     progress: ProgressFn = no_progress,
     workers: int | None = None,
+    verify: Literal["sizes", "full"] = "sizes",
 ) -> Version:
-    """The version for this recipe and these inputs: found if published, else built now."""
+    """The version for this recipe and these inputs: found if published, else built now.
+
+    A published version is returned only when its files are intact: with `verify="sizes"`
+    (the default) every file its manifest lists is present with its listed size (one stat
+    per file); `verify="full"` also hashes every byte against the manifest, as `curate
+    verify` does. A damaged version is left as it is and a new one is built beside it.
+    """
+    if verify not in ("sizes", "full"):
+        raise CurateError(f"verify={verify!r}: use 'sizes' (the default) or 'full'")
     recipe = _load(recipe)
     with recipe.located():  # errors about an input, a stage or the output name their line
-        return _run(recipe, progress, workers)
+        return _run(recipe, progress, workers, verify)
 
 
-def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
+def _run(recipe: Recipe, progress: ProgressFn, workers: int | None, verify: str) -> Version:
     files = discover_inputs(recipe.inputs, recipe.base_dir, check=False)
     stages = build_stages(recipe)
     store = Store(
@@ -75,11 +88,11 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
         cache = store.path / ".cache" / "input-hashes.json"
         hashes = cached_content_hashes(cache, files, store.save)
     fp = fingerprint(recipe, files, stages, hashes)
-    found = store.find(fp)
+    found, _ = published(store, fp, verify)
     if found is not None:
         store.repair_latest()
         store.drop_leftover_staging(fp)
-        return Version(found, up_to_date=True).hold()
+        return found
     # Building: check every input's contents before anything is written.
     files = discover_inputs(recipe.inputs, recipe.base_dir)
     check_inputs(
@@ -92,13 +105,18 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
     new_folders = [p for p in (store.root, store.path) if not p.exists()]
     store.ensure()
     with store.lock(fp):
-        found = store.find(fp)  # another process may have built it while we waited
+        found, damage = published(store, fp, verify)  # built by another process meanwhile?
         if found is not None:
-            return Version(found, up_to_date=True).hold()
+            return found
+        if damage is not None:  # said once, by the process that builds
+            note = "it is left as it is; `curate verify` on it lists what changed"
+            log.warning("%s; building a new version beside it (%s)", damage, note)
         store.clean_stale(fp)
         build = Build(recipe, files, stages, fp, store, engine, progress, hashes)
         try:
-            return build.run()
+            version = build.run()
+            version.rebuilt_because = damage
+            return version
         except DiskFull as exc:
             raise DiskFull(f"{exc}; {space_note(recipe, files, store, fp)}") from None
         except OSError as exc:
@@ -117,6 +135,35 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None) -> Version:
 
 
 prepare = run
+
+
+def published(store: Store, fp: str, verify: str) -> tuple[Version | None, str | None]:
+    """The intact version published for this fingerprint (held), or None and, when the one
+    the index names is damaged, what is wrong with it. A damaged version is never returned,
+    changed or removed: the build that follows publishes a new one, which the fingerprint's
+    index entry then names."""
+    name = store.indexed(fp)
+    if name is None:
+        return None, None
+    problem = seal_problem(store.path, name, fp)  # a planted or unsealed folder, no manifest
+    if problem is None:
+        try:
+            version = Version(store.path / name, up_to_date=True).hold()
+        except CurateError:  # removed by `curate gc` as we looked: unlisted, so build it
+            return None, None
+        try:
+            found = version.file_problems()
+        except CurateError as exc:  # a manifest that cannot be read
+            found = [str(exc)]
+        if not found and verify == "full":
+            from curate.verify import verify as verify_folder
+
+            found = verify_folder(version.path)
+        if not found:
+            return version, None
+        version.release()
+        problem = integrity.describe(found)
+    return None, f"{name[:80]} is damaged ({problem})"
 
 
 def _engine(recipe: Recipe, workers: int | None) -> Any:

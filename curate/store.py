@@ -80,20 +80,29 @@ class Store:
 
     def find(self, fingerprint: str) -> Path | None:
         """The published version built from this fingerprint, if there is one (no scanning)."""
+        version = self.indexed(fingerprint)
+        if version is None:
+            return None
+        problem = seal_problem(self.path, version, fingerprint)
+        if problem is not None:  # planted or damaged: build (and file) the version again
+            entry = self.path / ".index" / fingerprint
+            log.warning("ignoring %s: it names %r, %s", entry, version[:80], problem)
+            return None
+        return self.path / version
+
+    def indexed(self, fingerprint: str) -> str | None:
+        """The name the index files under this fingerprint, unchecked (`find` and
+        `curate.sealed` say whether it names a sealed version, `curate.integrity` whether
+        its files are intact)."""
         entry = self.path / ".index" / fingerprint
         try:
-            version = entry.read_text().strip()
+            return entry.read_text().strip()
         except (FileNotFoundError, NotADirectoryError):  # not built yet (or no root: ensure says)
             return None
         except OSError as exc:
             raise CurateError(
                 f"cannot read {entry}: {exc.strerror}", at=("output", "root")
             ) from None
-        problem = seal_problem(self.path, version, fingerprint)
-        if problem is not None:  # planted or damaged: build (and file) the version again
-            log.warning("ignoring %s: it names %r, %s", entry, version[:80], problem)
-            return None
-        return self.path / version
 
     # -- building ------------------------------------------------------------------------
     def ensure(self) -> None:

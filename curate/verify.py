@@ -2,7 +2,9 @@
 
 `curate verify` is what to run before a long training job, or after copying a version
 to another machine: a flipped byte, a missing or an extra file, or counts that do not
-reconcile are each reported by name.
+reconcile are each reported by name. It first makes the cheap check `prepare()` and
+`open()` make on every call (`curate.integrity`: present, own, of the listed size), then
+hashes every listed file.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from curate.integrity import file_problem
 from curate.io.hf_layout import hf_files
 from curate.manifest import Manifest
 from curate.paths import escape
@@ -48,20 +51,17 @@ def verify(folder: Path) -> list[str]:
     splits = list(manifest.splits.splits) if manifest.splits is not None else []
     layout = hf_files(splits)
     listed = {"manifest.json", *layout}
+    folders: dict[str, str | None] = {}
     for record in [*manifest.shards, *manifest.rejected, *manifest.quarantine]:
         listed.add(record.path)
         problem = escape(folder, record.path)
         if problem is not None:  # a copy elsewhere with the right bytes must not pass
             problems.append(f"{record.path}: leads outside the version folder ({problem})")
             continue
-        file = folder / record.path
-        if not file.is_file():
-            problems.append(f"{record.path}: missing")
-            continue
-        size = file.stat().st_size
-        if size != record.bytes:
-            problems.append(f"{record.path}: {size} bytes, manifest says {record.bytes}")
-        elif sha256_file(file) != record.sha256:
+        problem = file_problem(folder, record.path, record.bytes, folders)  # the cheap check
+        if problem is not None:
+            problems.append(f"{record.path}: {problem}")
+        elif sha256_file(folder / record.path) != record.sha256:
             problems.append(f"{record.path}: sha256 differs from the manifest (content changed)")
     for file in sorted(p for p in folder.rglob("*") if p.is_file()):
         rel = file.relative_to(folder).as_posix()
@@ -71,8 +71,8 @@ def verify(folder: Path) -> list[str]:
         problem = escape(folder, name)
         if problem is not None:  # a split named '..'
             problems.append(f"{name}: leads outside the version folder ({problem})")
-        elif not (folder / name).is_file():
-            problems.append(f"{name}: missing")
+        elif (problem := file_problem(folder, name, None, folders)) is not None:
+            problems.append(f"{name}: {problem}")
     problems += _state_problems(folder, manifest)
     c = manifest.counts
     if c.read != c.written + c.removed_total + c.quarantined:

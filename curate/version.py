@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from curate import integrity
 from curate.errors import CurateError
 from curate.io.shards import read_stream
 from curate.modes import make_dirs, modes_of, open_created
@@ -44,6 +45,11 @@ def cache_dir() -> Path:
 
 class Version:
     """One immutable, published version of a dataset."""
+
+    _files_checked = False
+    rebuilt_because: str | None = None
+    """Set on a version `run()` built because the one published for the same fingerprint
+    was damaged: which one, and its first problem."""
 
     def __init__(self, path: str | Path, *, up_to_date: bool = False) -> None:
         self._lock_fd: int | None = None  # first: __del__ runs even when __init__ raises
@@ -69,6 +75,23 @@ class Version:
                 raise CurateError(f"{self.path} was removed (by curate gc) as it was opened")
             self._lock_fd = fd
         return self
+
+    def check_files(self) -> Version:
+        """Fail with `DamagedVersion`, naming the file, unless every file the manifest lists is
+        present with its listed size (one stat per file, once per object; `curate verify`
+        hashes the bytes). Returns the version, for chaining."""
+        if not self._files_checked:
+            found = self.file_problems()
+            if found:
+                raise integrity.damaged(self.path, found)
+        return self
+
+    def file_problems(self) -> builtins.list[str]:
+        """What `check_files` would fail on, one line per file (empty: the version is intact,
+        and is not checked again)."""
+        found = integrity.problems(self.path, self.manifest)
+        self._files_checked = not found
+        return found
 
     def release(self) -> None:
         fd, self._lock_fd = self._lock_fd, None
@@ -153,11 +176,13 @@ class Version:
         return [path for s, path in self._files("shards") if s.get("split") == split]
 
     def schema(self) -> pa.Schema:
+        self.check_files()
         with pa.memory_map(str(self.shard_paths[0])) as source:
             return pa.ipc.open_stream(source).schema
 
     def to_arrow(self, split: str | None = None) -> pa.Table:
         """All shards (of `split`) as one table, memory-mapped (no copy of the data)."""
+        self.check_files()
         tables = [read_stream(p) for p in self.split_shard_paths(split)]
         if not tables:
             return self.schema().empty_table()
@@ -176,6 +201,7 @@ class Version:
         """Each removed document's id, stage and reason (and what it duplicated)."""
         from curate.stages.base import REJECTED_SCHEMA
 
+        self.check_files()
         files = self._files("rejected")
         return _concat([read_stream(path) for _, path in files], REJECTED_SCHEMA)
 
@@ -183,6 +209,7 @@ class Version:
         """Each unreadable record's file, line, reason and size (never its content)."""
         from curate.io.batches import QUARANTINE_SCHEMA
 
+        self.check_files()
         files = self._files("quarantine")
         return _concat([read_stream(path) for _, path in files], QUARANTINE_SCHEMA)
 
@@ -190,6 +217,7 @@ class Version:
         """A folder of symlinks to this version's files, where `datasets` may write its caches."""
         from curate.views import view_folder
 
+        self.check_files()
         return view_folder(self, cache_dir())
 
     def to_dataset(self, split: str | None = None) -> datasets.Dataset | datasets.DatasetDict:
@@ -263,12 +291,21 @@ def _concat(tables: builtins.list[pa.Table], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables(tables) if tables else schema.empty_table()
 
 
-def open(path: str | Path, version: str = "LATEST") -> Version:
+def open(path: str | Path, version: str = "LATEST", *, check: bool = True) -> Version:
     """A version by its folder, or a dataset folder (`<root>/<name>`) and a version name.
 
     The version is held (a shared read lock, like `prepare()`'s) while the object lives: a
     notebook or a trainer reading it must not find it removed by `curate gc --keep 1`.
+    Its files are checked against the manifest (`Version.check_files`: present, own, of
+    their listed size) unless `check=False`, which `curate verify` uses to report them all.
     """
     from curate.sealed import version_path
 
-    return Version(version_path(Path(path), version)).hold()
+    opened = Version(version_path(Path(path), version)).hold()  # first: gc's removal is said
+    if check:
+        try:
+            opened.check_files()
+        except CurateError:
+            opened.release()
+            raise
+    return opened
