@@ -34,7 +34,7 @@ SAMPLES: dict[str, Any] = {
     "field": "text", "benchmark": "quiz", "type": "int64", "kind": "a string", "key": "role",
     "role": "user", "codec": "gzip", "json": "Expecting value", "arrow": "Invalid value.",
     "change": "number to string", "error": "UndefinedError", "rule": "gopher_quality:min_words",
-    "code": "EMAIL_ADDRESS", "stage": "drop_keyword",
+    "code": "EMAIL_ADDRESS", "stage": "drop_keyword", "budget": "steps",
 }  # fmt: skip
 
 
@@ -318,7 +318,7 @@ def _shard_texts(version: Path) -> list[str]:
 def test_on_error_fail_names_the_line_not_its_content(tmp_path: Path) -> None:
     chat = _chat_project(tmp_path / "chat")
     text = _text_project(tmp_path / "text")
-    for recipe, line in ((chat, _chat_lines()[10]), (text, _text_lines()[27])):
+    for recipe, line in ((chat, _chat_lines()[10]), (text, _text_lines()[23])):
         data = recipe.parent / "data" / "one.jsonl"
         for old in (recipe.parent / "data").iterdir():
             old.unlink()

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from curate.errors import CurateError
+from curate.reasons import TEMPLATE_BUDGET, TEMPLATE_RUNTIME_ERROR
 
 MAX_STEPS = 1_000_000  # loop iterations, calls and intercepted operators, per rendering ...
 STEPS_PER_MESSAGE = 1_000  # ... plus this many per message of the conversation
@@ -52,7 +53,7 @@ class BudgetExceeded(RenderRefused):
     """A rendering went over budget; `which` names the budget."""
 
     def __init__(self, which: str) -> None:
-        super().__init__(f"template_budget_exceeded: {which}")
+        super().__init__(TEMPLATE_BUDGET(budget=which))
         self.which = which
 
 
@@ -62,7 +63,7 @@ class TemplateFailed(RenderRefused):
     names the exception's type only (its message may quote the record)."""
 
     def __init__(self, exc: BaseException) -> None:
-        super().__init__(f"template_runtime_error: {type(exc).__name__}")
+        super().__init__(TEMPLATE_RUNTIME_ERROR(error=type(exc).__name__))
 
 
 class TemplateTooSlow(CurateError):

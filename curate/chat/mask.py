@@ -34,6 +34,10 @@ RenderFn = Callable[[list[dict[str, str]], bool], str]
 class NotPrefixStable(Exception):
     """A template renders a conversation's beginning differently from the whole of it."""
 
+    def __init__(self, message_index: int) -> None:
+        super().__init__(f"assistant message {message_index}")
+        self.message_index = message_index
+
 
 def prefix_spans(
     messages: list[dict[str, str]], full: str, render: RenderFn, specials: Sequence[str]
@@ -45,7 +49,7 @@ def prefix_spans(
         before = render(messages[:i], True)
         upto = render(messages[: i + 1], False)
         if not (full.startswith(before) and full.startswith(upto) and len(upto) > len(before)):
-            raise NotPrefixStable(f"assistant message {i}")
+            raise NotPrefixStable(i)
         start, end = len(before), len(upto)
         tail = full[start:end]
         stripped = tail.rstrip()

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from curate.reasons import UNMAPPABLE
+
 Span = tuple[int, int]  # the assistant's [start, end) characters in a rendered text
 
 
@@ -122,7 +124,7 @@ def token_characters(
     for k in np.flatnonzero(wrong):
         bad.setdefault(
             int(piece_conv[k]),
-            f"tokens of {raw_len[k]} bytes add up to {int(total[k])}",
+            UNMAPPABLE(n=int(raw_len[k]), total=int(total[k])),
         )
     # with a wrong piece, each piece from its own start, so it moves no other
     shift_bytes = np.repeat(byte_at[:-1] - ran[bounds[:-1]], lengths) if bad else 0

@@ -24,7 +24,17 @@ from curate.errors import CurateError
 from curate.io.batches import FieldSpec, ReadChunk, field_names
 from curate.io.compressed import StreamBroken, decompressed
 from curate.io.partitions import Partition
-from curate.io.records import ErrorSink, FieldProblem
+from curate.io.records import ErrorSink, FieldProblem, type_name
+from curate.reasons import (
+    CONTENT_SURROGATE,
+    FIELD_CAST,
+    ID_FIELD_MISSING_OR_TYPE,
+    ID_FIELD_SURROGATE,
+    INVALID_UTF8_LINE,
+    NESTED_TOO_DEEPLY,
+    NOT_A_JSON_OBJECT,
+    json_problem,
+)
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -117,18 +127,18 @@ def _record(
     try:
         record = json.loads(raw)
     except UnicodeDecodeError as exc:
-        return f"invalid UTF-8 at byte {exc.start} of the line"
+        return INVALID_UTF8_LINE(byte=exc.start)
     except json.JSONDecodeError as exc:
-        return f"malformed JSON at column {exc.colno}: {exc.msg}"
+        return json_problem(exc.msg, exc.colno)
     except RecursionError:
-        return "malformed JSON: nested too deeply"
+        return NESTED_TOO_DEEPLY()
     if not isinstance(record, dict):
-        return "line is not a JSON object"
+        return NOT_A_JSON_OBJECT()
     if fields.id_field is not None:
         value = record.get(fields.id_field)
         if not isinstance(value, str) and not (isinstance(value, int) and value is not True
                                                and value is not False):  # fmt: skip
-            reason = f"id field {fields.id_field!r} is missing or not a string or integer"
+            reason = ID_FIELD_MISSING_OR_TYPE(field=fields.id_field)
             return FieldProblem(reason, field_names(record))
     messages = to_messages(record, chat)
     if isinstance(messages, str):
@@ -137,7 +147,7 @@ def _record(
         return messages
     if _SURROGATE_ESCAPE.search(raw):  # json.loads keeps a lone \ud800: not text, not UTF-8
         if fields.id_field is not None and not _encodable(str(record[fields.id_field])):
-            return f"id field {fields.id_field!r} holds a lone surrogate (\\ud800-\\udfff)"
+            return ID_FIELD_SURROGATE(field=fields.id_field)
         problem = lone_surrogate(messages)
         if problem is not None:
             return problem
@@ -149,7 +159,7 @@ def lone_surrogate(messages: Messages) -> str | None:
     json.loads keeps from a `\\ud800` escape and UTF-8 cannot hold), or None."""
     for i, (_, content) in enumerate(messages):
         if not _encodable(content):
-            return f"chat: message {i} content holds a lone surrogate (\\ud800-\\udfff)"
+            return CONTENT_SURROGATE(i=i)
     return None
 
 
@@ -180,7 +190,7 @@ def _batch(
             try:
                 pa.scalar(record.get(name), dtype)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                sink.bad(number, f"field {name!r} cannot be read as {dtype}", nbytes)
+                sink.bad(number, FIELD_CAST(field=name, type=type_name(dtype)), nbytes)
                 continue
             good.append((number, record, _, nbytes))
         kept = good

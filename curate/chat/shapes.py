@@ -3,18 +3,20 @@
 A record with an impossible structure gets a reason and is quarantined; nothing is
 repaired (no role guessed, no empty turn dropped, no system message merged), because
 a silently fixed conversation trains a different model than the one its owner meant.
-Reasons name positions and roles, never content.
+Reasons come from `curate.reasons`: positions, fixed keys and known roles, never content
+(an unknown role's value is content: the reason says which message, not what it held).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from curate import reasons as why
 from curate.chat.spec import ROLES, ChatInput
 
 Messages = list[tuple[str, str]]
 
-NO_CONVERSATION = "chat: no messages, conversations or instruction field"
+NO_CONVERSATION = why.NO_CONVERSATION()
 NOT_A_LIST = ", not an array of messages"
 """The reasons that say a record lacks the field a chat shape reads (a setting to check)."""
 
@@ -67,24 +69,23 @@ def _turns(
 ) -> Messages | str:
     turns = record.get(field)
     if not isinstance(turns, list):
-        return f"chat: {field!r} is {_kind(turns)}{NOT_A_LIST}"
+        return why.NOT_A_LIST(field=field, kind=_kind(turns))
     out: Messages = []
     role_key, content_key = keys
     for i, turn in enumerate(turns):
         if not isinstance(turn, dict):
-            return f"chat: message {i} is {_kind(turn)}, not an object"
+            return why.MESSAGE_NOT_OBJECT(i=i, kind=_kind(turn))
         role, content = turn.get(role_key), turn.get(content_key)
         if not isinstance(role, str):
-            return f"chat: message {i} {role_key!r} is {_kind(role)}, not a string"
+            return why.MESSAGE_KEY_TYPE(i=i, key=role_key, kind=_kind(role))
         mapped = spec.roles.get(role) or (SHAREGPT_ROLES.get(role) if sharegpt else None) or role
         if mapped not in ROLES:
-            return f"chat: unknown role {role[:40]!r} in message {i}"
+            return why.UNKNOWN_ROLE(i=i)
         for key in sorted(UNCARRIED.intersection(turn)):
             if turn[key] is not None and not (key == "weight" and turn[key] == 1):
-                return (f"chat: message {i} has {key!r}, which curate does not carry "
-                        "(role and content only)")  # fmt: skip
+                return why.UNCARRIED_KEY(i=i, key=key)
         if not isinstance(content, str):
-            return f"chat: message {i} {content_key!r} is {_kind(content)}, not a string"
+            return why.MESSAGE_KEY_TYPE(i=i, key=content_key, kind=_kind(content))
         out.append((mapped, content))
     return out
 
@@ -97,7 +98,7 @@ def _alpaca(record: dict[str, Any], spec: ChatInput) -> Messages | str:
         if value is None and not required:
             value = ""
         if not isinstance(value, str):
-            return f"chat: alpaca {key!r} is {_kind(value)}, not a string"
+            return why.ALPACA_TYPE(key=key, kind=_kind(value))
         values[key] = value
     user = values["instruction"]
     if values["input"]:
@@ -109,15 +110,15 @@ def _alpaca(record: dict[str, Any], spec: ChatInput) -> Messages | str:
 def check(messages: Messages) -> Messages | str:
     """The structure every chat template can render, or the first reason it is not."""
     if not messages:
-        return "chat: no messages"
+        return why.NO_MESSAGES()
     systems = [i for i, (role, _) in enumerate(messages) if role == "system"]
     if len(systems) > 1:
-        return f"chat: {len(systems)} system messages"
+        return why.SYSTEM_MESSAGES(n=len(systems))
     if systems and systems[0] != 0:
-        return f"chat: system message at position {systems[0]}, not first"
+        return why.SYSTEM_NOT_FIRST(i=systems[0])
     for i, (role, content) in enumerate(messages):
         if not content.strip():
-            return f"chat: empty content in message {i} ({role})"
+            return why.EMPTY_CONTENT(i=i, role=role)
     if not any(role == "assistant" for role, _ in messages):
-        return "chat: no assistant turn"
+        return why.NO_ASSISTANT()
     return messages

@@ -32,6 +32,11 @@ SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token",
                 "mask_token")  # fmt: skip
 
 
+class TemplateRaised(Exception):
+    """A template's own `raise_exception(message)`. Templates build the message from the
+    conversation, so it never becomes a reason (`curate.reasons.template_failure`)."""
+
+
 @dataclass(frozen=True)
 class TemplateText:
     text: str
@@ -128,7 +133,7 @@ class Renderer:
         import jinja2.ext
 
         def raise_exception(message: str) -> None:
-            raise jinja2.exceptions.TemplateError(message)
+            raise TemplateRaised(message)
 
         def tojson(x: Any, ensure_ascii: bool = False, indent: Any = None,
                    separators: Any = None, sort_keys: bool = False) -> str:  # fmt: skip

@@ -24,6 +24,14 @@ from curate.io import folders
 from curate.io.batches import FieldSpec, ReadChunk
 from curate.io.rebatch import Rebatcher, slices_by_bytes
 from curate.io.records import ErrorSink, derived_ids, split_good, type_name
+from curate.reasons import (
+    FIELD_CAST,
+    FIELD_UTF8,
+    ID_FIELD_NULL,
+    ID_FIELD_UTF8,
+    TEXT_FIELD_NULL,
+    TEXT_FIELD_UTF8,
+)
 
 if TYPE_CHECKING:
     import pyarrow.parquet as pq
@@ -187,26 +195,26 @@ class _Converter:
         fields, n = self.fields, raw.num_rows
         bad: dict[int, str] = {}
         text = pc.cast(raw.column(fields.text_field), pa.string())
-        self._nulls(text, f"text field {fields.text_field!r} is null", bad)
-        self._invalid_utf8(text, f"text field {fields.text_field!r} is not valid UTF-8", bad)
+        self._nulls(text, TEXT_FIELD_NULL(field=fields.text_field), bad)
+        self._invalid_utf8(text, TEXT_FIELD_UTF8(field=fields.text_field), bad)
         ids = None
         if fields.id_field is not None:
             ids = pc.cast(raw.column(fields.id_field), pa.string())
-            self._nulls(ids, f"id field {fields.id_field!r} is null", bad)
-            self._invalid_utf8(ids, f"id field {fields.id_field!r} is not valid UTF-8", bad)
+            self._nulls(ids, ID_FIELD_NULL(field=fields.id_field), bad)
+            self._invalid_utf8(ids, ID_FIELD_UTF8(field=fields.id_field), bad)
         kept: dict[str, pa.Array] = {}
         for field, dtype in self.present.items():
             col = raw.column(field)
             try:
                 kept[field] = pc.cast(col, dtype)
             except pa.ArrowInvalid:
-                reason = f"field {field!r} cannot be read as {type_name(dtype)}"
+                reason = FIELD_CAST(field=field, type=type_name(dtype))
                 _, failing = split_good(n, partial(_cast_ok, col, dtype))
                 for i in failing:
                     bad.setdefault(i, reason)
                 kept[field] = pc.cast(_null_at(col, failing), dtype)
             if pa.types.is_string(dtype) or pa.types.is_list(dtype):
-                self._invalid_utf8(kept[field], f"field {field!r} is not valid UTF-8", bad)
+                self._invalid_utf8(kept[field], FIELD_UTF8(field=field), bad)
         if ids is None:
             ids = derived_ids(self.name, ":", range(first_row, first_row + n))
         arrays = [ids, text]

@@ -13,6 +13,8 @@ import zlib
 from collections.abc import Iterator
 from typing import Any
 
+from curate.reasons import CORRUPT_STREAM, TRUNCATED_STREAM
+
 _IN_CHUNK = 1 << 18  # compressed bytes fed per call
 _OUT_MAX = 16 << 20  # cap on gzip output per call, against decompression bombs
 
@@ -61,12 +63,9 @@ def _decode(f: Any, kind: str) -> Iterator[bytes]:
                     data = d.unconsumed_tail
                 else:
                     out, data = d.decompress(data), b""
-            except errors as exc:
-                raise StreamBroken(
-                    f"corrupt {kind} stream near compressed byte {at}: {exc}; "
-                    "the rest of the file was not read",
-                    _size(f) - at,
-                ) from None
+            except errors:
+                reason = CORRUPT_STREAM(codec=kind, offset=at)  # not the library's words
+                raise StreamBroken(reason, _size(f) - at) from None
             if out:
                 yield out
             if d.eof:  # a member/frame ended; what follows starts the next one
@@ -79,11 +78,7 @@ def _decode(f: Any, kind: str) -> Iterator[bytes]:
             if not (data or (kind == "gzip" and len(out) == _OUT_MAX)):
                 break
     if started:
-        raise StreamBroken(
-            f"truncated {kind} stream: input ended after {fed} compressed bytes; "
-            "the unread tail was lost",
-            0,
-        )
+        raise StreamBroken(TRUNCATED_STREAM(codec=kind, offset=fed), 0)
 
 
 def _size(f: Any) -> int:

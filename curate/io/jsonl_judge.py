@@ -19,6 +19,21 @@ import pyarrow.json as pj
 from curate.io.batches import FieldSpec, field_names
 from curate.io.jsonl_scan import WS
 from curate.io.records import ErrorSink, FieldProblem, empty_batch, kind, split_good, type_name
+from curate.reasons import (
+    ARROW_OTHER,
+    ARROW_ROWS,
+    FIELD_CAST,
+    FIELD_TYPE,
+    ID_FIELD_TYPE,
+    INVALID_UTF8_LINE,
+    MISSING_ID_FIELD,
+    MISSING_TEXT_FIELD,
+    NESTED_TOO_DEEPLY,
+    NOT_AN_OBJECT,
+    TEXT_FIELD_TYPE,
+    arrow_problem,
+    json_problem,
+)
 
 _MISSING = object()
 
@@ -74,13 +89,13 @@ class LineJudge:
         try:
             record = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            return f"invalid UTF-8 at byte {exc.start} of the line"
+            return INVALID_UTF8_LINE(byte=exc.start)
         except json.JSONDecodeError as exc:
-            return json_problem(exc)
+            return json_problem(exc.msg, exc.colno)
         except RecursionError:
-            return "malformed JSON: nested too deeply"
+            return NESTED_TOO_DEEPLY()
         if not isinstance(record, dict):
-            return f"line is a JSON {kind(record)}, not an object"
+            return NOT_AN_OBJECT(kind=kind(record))
         reason = self._field_problem(record)
         if reason is not None:
             return FieldProblem(reason, field_names(record))
@@ -92,19 +107,19 @@ class LineJudge:
         text_field, id_field = self.fields.text_field, self.fields.id_field
         text = record.get(text_field, _MISSING)
         if text is _MISSING:
-            return f"missing text field {text_field!r}"
+            return MISSING_TEXT_FIELD(field=text_field)
         if not isinstance(text, str):
-            return f"text field {text_field!r} is {kind(text)}, not a string"
+            return TEXT_FIELD_TYPE(field=text_field, kind=kind(text))
         if id_field is not None:
             value = record.get(id_field, _MISSING)
             if value is _MISSING:
-                return f"missing id field {id_field!r}"
+                return MISSING_ID_FIELD(field=id_field)
             if not (isinstance(value, str) or _is_int(value)):
-                return f"id field {id_field!r} is {kind(value)}, not a string or integer"
+                return ID_FIELD_TYPE(field=id_field, kind=kind(value))
         for field, dtype in self.fields.keep_fields.items():
             value = record.get(field)
             if value is not None and not _fits(value, dtype):
-                return f"field {field!r} is {kind(value)}, not {type_name(dtype)}"
+                return FIELD_TYPE(field=field, kind=kind(value), type=type_name(dtype))
         return None
 
     def _reparse(self, raws: list[bytes]) -> pa.Table | None:
@@ -112,19 +127,20 @@ class LineJudge:
         return table if table is not None and table.num_rows == len(raws) else None
 
     def _arrow_reason(self, raw: bytes) -> str:
-        """Why Arrow rejects a line json.loads accepted, without quoting any of its content."""
+        """Why Arrow rejects a line json.loads accepted, without quoting any of its content
+        (nor its keys, which Arrow's messages name)."""
         opts = pj.ReadOptions(use_threads=False, block_size=max(len(raw), 1 << 16))
         try:
             table = pj.read_json(io.BytesIO(raw), read_options=opts)
         except pa.ArrowException as exc:
             message = re.sub(r" in row \d+$", "", str(exc)).removeprefix("JSON parse error: ")
-            return f"JSON the Arrow reader rejects: {message.split(':')[0]}"
+            return arrow_problem(message)
         if table.num_rows != 1:
-            return f"the Arrow reader reads the line as {table.num_rows} records (a bare CR?)"
+            return ARROW_ROWS(n=table.num_rows)
         for field, dtype in self.fields.keep_fields.items():
             if arrow_json(raw, pa.schema([(field, dtype)])) is None:
-                return f"field {field!r} cannot be read as {type_name(dtype)}"
-        return "the Arrow reader rejects the line"
+                return FIELD_CAST(field=field, type=type_name(dtype))
+        return ARROW_OTHER()
 
 
 def arrow_json(data: bytes, schema: pa.Schema) -> pa.Table | None:
@@ -154,11 +170,3 @@ def _fits(value: object, dtype: pa.DataType) -> bool:
     if pa.types.is_list(dtype):
         return isinstance(value, list)
     return True  # other types: Arrow decides
-
-
-def json_problem(exc: json.JSONDecodeError) -> str:
-    """The decoder's message with its column. Some messages end in "at" and expect the
-    position after them ("Unterminated string starting at"): the column goes there."""
-    if exc.msg.endswith(" at"):
-        return f"malformed JSON: {exc.msg} column {exc.colno}"
-    return f"malformed JSON at column {exc.colno}: {exc.msg}"

@@ -19,6 +19,7 @@ from curate.io import folders
 from curate.io.batches import FieldSpec, ReadChunk
 from curate.io.partitions import Partition
 from curate.io.records import ErrorSink
+from curate.reasons import INVALID_UTF8_FILE
 
 _BOM = b"\xef\xbb\xbf"
 
@@ -39,7 +40,7 @@ def read_text_folder(
         try:
             text = data[skip:].decode("utf-8")
         except UnicodeDecodeError as exc:
-            reason = f"invalid UTF-8 at byte {exc.start + skip} of the file"
+            reason = INVALID_UTF8_FILE(byte=exc.start + skip)
             sink.bad(None, reason, len(data), file=doc_id)
             continue
         ids.append(doc_id)

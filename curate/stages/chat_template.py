@@ -11,10 +11,11 @@ assistant mask marks them; the stage writes `labels` (-100 everywhere else) or a
 `loss_mask`, and `num_tokens`.
 
 Conversations longer than `max_len` are dropped or truncated, as the recipe says, and
-counted. A template error (a template's own `raise_exception`, such as roles that do not
-alternate) removes the conversation with the template's message as the reason; so does a
-rendering over its budget (`curate.chat.budget`: the reason names the budget) or one on
-which the template's code fails (the reason names the exception's type).
+counted. A template error removes the conversation: a template's own `raise_exception`
+(roles that do not alternate, say) as `template_raised`, any other error by its class,
+each with the template line, never the message (templates build it from the content);
+so does a rendering over its budget (`curate.chat.budget`: the reason names the budget)
+or one on which the template's code fails (the reason names the exception's type).
 """
 
 from __future__ import annotations
@@ -32,7 +33,13 @@ from pydantic import Field, model_validator
 from curate.chat.budget import BudgetExceeded, RenderRefused
 from curate.chat.mask import NotPrefixStable, prefix_spans, unmarked_spans
 from curate.chat.spec import MESSAGES
-from curate.chat.template import Renderer, TemplateText, find_template, special_tokens_map
+from curate.chat.template import (
+    Renderer,
+    TemplateRaised,
+    TemplateText,
+    find_template,
+    special_tokens_map,
+)
 from curate.chat.tokens import (
     ChatTokenizer,
     TiktokenOptions,
@@ -46,6 +53,7 @@ from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.io.chat_packing import ChatPackSpec
 from curate.io.packing import NUM_TOKENS, TOKENS
+from curate.reasons import NOT_PREFIX_STABLE, template_failure
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
 from curate.stages.tokenize import PackParams, id_type
 from curate.tokenizers.encoders import Encoder, library_versions
@@ -362,13 +370,13 @@ class ChatTemplate(MapStage):
                 removed_rows.append(row)
                 reasons.append(exc.reason)
                 continue
-            except jinja2.exceptions.TemplateError as exc:
+            except (TemplateRaised, jinja2.exceptions.TemplateError) as exc:
                 removed_rows.append(row)
-                reasons.append(f"template_error: {str(exc)[:200]}")
+                reasons.append(template_failure(exc, raised=isinstance(exc, TemplateRaised)))
                 continue
             except NotPrefixStable as exc:
                 removed_rows.append(row)
-                reasons.append(f"template_not_prefix_stable: {exc}")
+                reasons.append(NOT_PREFIX_STABLE(i=exc.message_index))
                 continue
             texts.append(text)
             spans.append(found)
@@ -378,7 +386,7 @@ class ChatTemplate(MapStage):
         for row, encoded in zip(rows, tok.encode(texts, spans), strict=True):
             if isinstance(encoded, Unmappable):
                 removed_rows.append(row)
-                reasons.append(f"token_offsets_unmappable: {encoded}")
+                reasons.append(str(encoded))  # a curate.reasons.UNMAPPABLE
                 continue
             ids, mask = encoded.ids, encoded.mask
             if self.p.max_len is not None and len(ids) > self.p.max_len:

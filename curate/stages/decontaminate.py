@@ -45,6 +45,7 @@ from curate.decontam.index import BenchmarkFile, NGramIndex, build_index
 from curate.decontam.words import ngram_keys, normalized_words
 from curate.errors import CurateError
 from curate.io.batches import ID
+from curate.reasons import BENCHMARK
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
 from curate.verify import sha256_file as file_sha256
 
@@ -184,7 +185,7 @@ class Decontaminate(MapStage):
         removed = None
         if not keep.all():
             gone = np.flatnonzero(~keep)
-            reasons = [f"benchmark:{self._index.names[first_bench[d]]}" for d in gone]
+            reasons = [BENCHMARK(benchmark=self._index.names[first_bench[d]]) for d in gone]
             removed = rejected_table(self.name, pc.take(batch.column(ID), pa.array(gone)), reasons)
             batch = batch.filter(pa.array(keep))
         return StageResult(batch, changed=changed, removed=removed, counters=dict(counters))

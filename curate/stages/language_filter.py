@@ -30,6 +30,8 @@ from pydantic import Field
 from curate.chat.contents import Roles, roles_field
 from curate.io.batches import ID
 from curate.langid.models import MODELS, Identifier, software
+from curate.reasons import LANGUAGE as LANGUAGE_REASON
+from curate.reasons import LOW_SCORE
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
 
 LANGUAGE = "language"
@@ -101,8 +103,6 @@ class LanguageFilter(MapStage):
         if keep.all():
             return StageResult(out, counters=counters)
         dropped = np.flatnonzero(~keep)
-        reasons = [
-            f"low_score:{langs[i]}" if wanted[i] else f"language:{langs[i]}" for i in dropped
-        ]
+        reasons = [(LOW_SCORE if wanted[i] else LANGUAGE_REASON)(code=langs[i]) for i in dropped]
         removed = rejected_table(self.name, pc.take(batch.column(ID), pa.array(dropped)), reasons)
         return StageResult(out.filter(pa.array(keep)), removed=removed, counters=counters)

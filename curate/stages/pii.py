@@ -34,6 +34,7 @@ from pydantic import Field, model_validator
 from curate.chat.contents import Roles, put_back, roles_field
 from curate.errors import CurateError
 from curate.io.batches import ID
+from curate.reasons import PII
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
 
 Action = Literal["redact", "mask", "hash", "drop_document"]
@@ -226,7 +227,7 @@ class Pii(MapStage):
             )
             if drop:
                 keep[row] = False
-                reasons.append(f"pii:{drop[0]}")
+                reasons.append(PII(code=drop[0]))
                 counters["documents/dropped"] += 1
                 for e, n in per_type.items():
                     counters[f"values/{e}/drop_document"] += n

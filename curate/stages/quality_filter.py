@@ -37,6 +37,7 @@ from curate.quality.fineweb import FineWebParams
 from curate.quality.gopher_quality import GopherQualityParams
 from curate.quality.gopher_repetition import GopherRepetitionParams
 from curate.quality.rulesets import RULE_SETS
+from curate.reasons import QUALITY_RULE
 from curate.stages.base import FilterStage, StageParams
 
 
@@ -131,6 +132,6 @@ class QualityFilter(FilterStage):
         reasons = np.full(batch.num_rows, None, dtype=object)
         for rule, fails in evaluate_rules(text, p):
             hit = fails & keep
-            reasons[hit] = rule
+            reasons[hit] = QUALITY_RULE(rule=rule)
             keep &= ~hit
         return keep, reasons
