@@ -174,6 +174,9 @@ TEMPLATE = (
     "{%- if 'RAISEME' in m['content'] -%}{{ raise_exception('refused: ' + m['content']) }}"
     "{%- endif -%}"
     "{%- if 'UNDEFME' in m['content'] -%}{{ m[m['content']].x }}{%- endif -%}"
+    "{%- if 'FAULTME' in m['content'] -%}{{ m['content'] * 1.5 }}{%- endif -%}"
+    "{%- if 'LOOPME' in m['content'] -%}{%- for i in range(99999) -%}{%- for j in range(99999) -%}"
+    "{%- endfor -%}{%- endfor -%}{%- endif -%}"
     "{{- '<|im_start|>' + m['role'] + '\n' -}}"
     "{%- if m['role'] == 'assistant' -%}"
     "{% generation %}{{- m['content'] + '<|im_end|>' -}}{% endgeneration %}"
@@ -214,6 +217,8 @@ def _chat_lines() -> list[bytes]:
         # removed by the chat_template stage
         {"messages": _turns(("user", f"RAISEME {c}"), ("assistant", c))},
         {"messages": _turns(("user", f"UNDEFME {c}"), ("assistant", c))},
+        {"messages": _turns(("user", f"FAULTME {c}"), ("assistant", c))},
+        {"messages": _turns(("user", f"LOOPME {c}"), ("assistant", c))},
     ]
     lines = [json.dumps(r).encode() for r in records]
     lines += [
