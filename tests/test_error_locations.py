@@ -85,7 +85,8 @@ def test_a_dataset_folder_as_input_asks_for_a_version(tmp_path: Path) -> None:
     (tmp_path / "next").mkdir()
     recipe = write_recipe(tmp_path / "next", name="next", inputs=["../out/t"])
     message = fails(recipe)
-    assert "inputs[0]: input '../out/t' is a curate dataset folder (LATEST is v1)" in message
+    shown = tmp_path / "out" / "t"  # outside the current folder: absolute
+    assert f"input '{shown}' (from '../out/t') is a curate dataset folder (LATEST is v1)" in message
     assert message.endswith("name a version, e.g. '../out/t/v1'")
 
 
@@ -176,3 +177,37 @@ def test_a_kept_field_named_like_a_core_column_is_refused_before_writing(tmp_pat
     assert message.startswith(f"error: {recipe}:{line_of(recipe, 'text: string')}: fields.text: ")
     assert "would replace the document's own column" in message
     assert not (tmp_path / "out").exists()
+
+
+def test_paths_in_messages_are_shown_from_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recipe's paths start at the recipe's folder; a message shows them from where the
+    user is (`curate run recipes/r.yaml` at the project's root), so they can be copied, and
+    absolute when the file is outside the current folder."""
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "a.jsonl.gz").write_text("not gzip\n")
+    monkeypatch.chdir(tmp_path)
+    recipe = write_recipe(tmp_path / "recipes", inputs=["../data/*.jsonl.gz"])
+    message = fails(Path("recipes/recipe.yaml"))
+    assert "inputs[0]: input 'data/a.jsonl.gz' (from '../data/*.jsonl.gz') is not gzip" in message
+    write_recipe(tmp_path / "recipes", inputs=["../data/missing.jsonl"])
+    assert fails(Path("recipes/recipe.yaml")).endswith(
+        "input '../data/missing.jsonl' does not exist (resolved to data/missing.jsonl)"
+    )
+    write_jsonl(tmp_path / "data" / "b.jsonl", corpus(3))
+    write_recipe(tmp_path / "recipes", inputs=["../data/b.jsonl"],
+                 stages=[{"tokenize": {"source": "../models/none"}}])  # fmt: skip
+    assert "tokenizer '../models/none' not found: no such file or folder (models/none)" in (
+        fails(Path("recipes/recipe.yaml"))
+    )
+    (tmp_path / "blocker").write_text("in the way\n")
+    write_recipe(tmp_path / "recipes", inputs=["../data/b.jsonl"],
+                 output={"root": "../blocker/out", "fsync": False})  # fmt: skip
+    assert "cannot create output folder blocker/out/t: " in fails(Path("recipes/recipe.yaml"))
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the files are outside it: absolute paths
+    write_recipe(tmp_path / "recipes", inputs=["../data/*.jsonl.gz"])
+    message = fails(recipe)
+    assert f"input '{tmp_path / 'data' / 'a.jsonl.gz'}' (from '../data/*.jsonl.gz')" in message

@@ -18,6 +18,13 @@ from curate.io import inputs as inputs_module
 from curate.io.inputs import InputFile, discover_inputs, format_of, member_paths
 
 
+@pytest.fixture(autouse=True)
+def _from_the_recipe_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages show paths from the current folder: here the user stands where the recipe
+    is (tmp_path, the base folder), so they read as the recipe wrote them."""
+    monkeypatch.chdir(tmp_path)
+
+
 def touch(path: Path, data: bytes = b'{"text": "x"}\n') -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(data)
