@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from curate.errors import CurateError
+from curate.errors import CurateError, shown
 from curate.io.shards import fsync_dir
 from curate.modes import make_dirs, open_created
 from curate.phases import mark
@@ -111,7 +111,8 @@ class Store:
             self._mkdir(self.path)
         except OSError as exc:
             raise CurateError(
-                f"cannot create output folder {self.path}: {exc.strerror}", at=("output", "root")
+                f"cannot create output folder {shown(self.path)}: {exc.strerror}",
+                at=("output", "root"),
             ) from None
 
     def _mkdir(self, path: Path) -> None:
@@ -142,7 +143,7 @@ class Store:
         try:
             fd = open_created(path, self.file_mode)
         except OSError as exc:  # the first file a build writes: an output folder it cannot use
-            message = f"cannot write in output folder {path.parent}: {exc.strerror}"
+            message = f"cannot write in output folder {shown(path.parent)}: {exc.strerror}"
             raise CurateError(message, at=("output", "root")) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.chat.budget import Budget, BudgetExceeded, TemplateFailed
-from curate.errors import CurateError
+from curate.errors import CurateError, shown
 from curate.tokenizers.encoders import ModelDefaults, read_config, token_content
 from curate.tokenizers.source import TokenizerSource
 
@@ -62,7 +62,7 @@ def _from_config(path: Path, name: str) -> TemplateText | None:
         found = named.get(name)
         if found is None:
             raise CurateError(
-                f"{path}: no chat template named {name!r} (has {sorted(map(str, named))})"
+                f"{shown(path)}: no chat template named {name!r} (has {sorted(map(str, named))})"
             )
     return TemplateText(found, f"{path}#{name}") if isinstance(found, str) else None
 
@@ -91,7 +91,7 @@ def find_template(named: str | None, base_dir: str, source: TokenizerSource,
             continue
         return TemplateText(path.read_text(encoding="utf-8"), str(path))
     raise CurateError(
-        f"no chat template found (looked in {', '.join(str(c) for c in candidates)}); "
+        f"no chat template found (looked in {', '.join(shown(c) for c in candidates)}); "
         "name one with chat_template.template: a .jinja file or a tokenizer_config.json"
     )
 

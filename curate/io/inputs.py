@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from curate.errors import CurateError, recipe_part
+from curate.errors import CurateError, recipe_part, shown
 from curate.io import folders
 
 log = logging.getLogger(__name__)
@@ -122,13 +122,14 @@ def _expand(pattern: str, base: str) -> list[str]:
                 f"(resolved against {base})"
             )
     elif not os.path.lexists(full):
-        raise CurateError(f"input {pattern!r} does not exist (resolved to {full})")
+        raise CurateError(f"input {pattern!r} does not exist (resolved to {shown(full)})")
     return [full]
 
 
 def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFile:
     name = _name(path, base)
-    label = f"input {name!r}" if name == pattern else f"input {name!r} (from {pattern!r})"
+    where = shown(path)  # messages show the path from the user's folder; `name` is for ids
+    label = f"input {where!r}" if where == pattern else f"input {where!r} (from {pattern!r})"
     try:
         st = os.stat(path)
     except FileNotFoundError:

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from curate.errors import CurateError
+from curate.errors import CurateError, shown
 from curate.pii import offline, quiet
 from curate.pii.spans import Span
 
@@ -50,7 +50,7 @@ def resolve_spacy_model(name: str, base_dir: str) -> str:
     if spacy.util.is_package(name):
         return name
     raise CurateError(
-        f"pii: spacy_model '{name}' is neither a folder (looked in {path}) nor an installed "
+        f"pii: spacy_model '{name}' is neither a folder (looked in {shown(path)}) nor an installed "
         "package; curate never downloads models: install the pipeline's package or save "
         "one with nlp.to_disk(folder)"
     )

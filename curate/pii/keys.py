@@ -15,7 +15,7 @@ import hmac
 import os
 from pathlib import Path
 
-from curate.errors import CurateError
+from curate.errors import CurateError, shown
 
 IDENTITY_LABEL = b"curate.pii.key-identity.v1"
 MIN_KEY_BYTES = 16
@@ -29,9 +29,9 @@ def load_key(env: str, file: str | None, base_dir: str) -> bytes:
             key = path.read_bytes().strip()
         except OSError as exc:
             raise CurateError(
-                f"pii: cannot read the hash key file {path}: {exc.strerror}"
+                f"pii: cannot read the hash key file {shown(path)}: {exc.strerror}"
             ) from None
-        where = f"file {path}"
+        where = f"file {shown(path)}"
     else:
         value = os.environ.get(env)
         if value is None:

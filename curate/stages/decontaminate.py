@@ -43,7 +43,7 @@ from curate.chat.contents import Roles, put_back, roles_field
 from curate.decontam.cut import cut
 from curate.decontam.index import BenchmarkFile, NGramIndex, build_index
 from curate.decontam.words import ngram_keys, normalized_words
-from curate.errors import CurateError
+from curate.errors import CurateError, shown
 from curate.io.batches import ID
 from curate.reasons import BENCHMARK
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
@@ -93,7 +93,7 @@ class Decontaminate(MapStage):
         for b in p.benchmarks:
             path = self._path(b.path)
             if not path.is_file():
-                raise CurateError(f"decontaminate: benchmark {b.name}: no file {path}")
+                raise CurateError(f"decontaminate: benchmark {b.name}: no file {shown(path)}")
             out.append(BenchmarkFile(b.name, path, b.fields))
         return out
 
@@ -119,7 +119,7 @@ class Decontaminate(MapStage):
             digests = self._digests()
         except OSError as exc:
             raise CurateError(
-                f"decontaminate: cannot read {exc.filename}: {exc.strerror}"
+                f"decontaminate: cannot read {shown(exc.filename)}: {exc.strerror}"
             ) from None
         return {f"decontaminate:{k}": v for k, v in digests.items()}
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from curate.errors import CurateError
+from curate.errors import CurateError, shown
 
 Kind = Literal["tokenizer.json", "sentencepiece", "tekken", "tiktoken"]
 KINDS: tuple[Kind, ...] = ("tokenizer.json", "sentencepiece", "tekken", "tiktoken")
@@ -88,7 +88,7 @@ def _file_kind(path: Path) -> Kind:
         kind = _json_head_kind(path)
         if kind is None:
             raise CurateError(
-                f"tokenizer {path}: a JSON file that is neither a tokenizer.json "
+                f"tokenizer {shown(path)}: a JSON file that is neither a tokenizer.json "
                 "(no 'model' key) nor a tekken file (no 'config.pattern' and 'vocab')"
             )
         return kind
@@ -100,7 +100,7 @@ def _file_kind(path: Path) -> Kind:
         head = f.read(200)
     kind = _json_head_kind(path) if head[:1] == b"{" else "tiktoken"
     if kind is None:
-        raise CurateError(f"tokenizer {path}: JSON of an unknown tokenizer format")
+        raise CurateError(f"tokenizer {shown(path)}: JSON of an unknown tokenizer format")
     return kind
 
 
@@ -120,7 +120,7 @@ def _in_folder(folder: Path, origin: str, kind: str = "auto") -> TokenizerSource
             return TokenizerSource(origin, found, path, cfg, extra)
     wanted = "tokenizer.json, SentencePiece .model, tekken .json or .tiktoken file"
     raise CurateError(
-        f"tokenizer folder {folder} holds no {wanted if kind == 'auto' else kind + ' file'}"
+        f"tokenizer folder {shown(folder)} holds no {wanted if kind == 'auto' else kind + ' file'}"
     )
 
 
@@ -145,7 +145,7 @@ def resolve_source(source: str, base_dir: str | Path = ".", kind: str = "auto") 
         found = _in_folder(cached_snapshot(source), source, kind)
     else:
         raise CurateError(
-            f"tokenizer '{source}' not found: no such file or folder (relative to {base_dir}), "
+            f"tokenizer '{source}' not found: no such file or folder ({shown(path)}), "
             "and not a model id in the local Hugging Face cache"
         )
     if kind != "auto" and kind != found.kind:  # a file whose name or content misled detection
