@@ -148,3 +148,15 @@ def test_on_error_takes_a_mode_or_a_mapping(value: Any) -> None:
 def test_a_limit_outside_0_to_1_is_refused() -> None:
     with pytest.raises(CurateError, match="on_error"):
         Recipe.from_dict({"name": "t", "inputs": ["x"], "on_error": {"max_quarantined": 1.5}})
+
+
+def test_field_names_in_the_message_are_bounded(tmp_path: Path) -> None:
+    """Keys are names, but a hostile input can make them many and long: the message shows
+    at most 20, each cut at 64 characters."""
+    record = {f"key{i:02d}": "secret value" for i in range(40)} | {"x" * 10_000: 1}
+    write_jsonl(tmp_path / "data" / "a.jsonl", [record | {"id": f"{i}"} for i in range(200)])
+    message = fails(write_recipe(tmp_path, stages=[]))
+    present = message.split("fields present: ", 1)[1].split(")", 1)[0]
+    names = present.removesuffix(", ...").split(", ")
+    assert len(names) <= 20 and all(len(n) <= 64 for n in names), present
+    assert len(message) < 1500 and "secret" not in message
