@@ -28,6 +28,7 @@ from curate.errors import CurateError, shown
 from curate.io.shards import fsync_dir
 from curate.modes import make_dirs, open_created
 from curate.phases import mark
+from curate.roots import claim
 from curate.sealed import VERSION_NAME, seal_problem
 
 log = logging.getLogger(__name__)
@@ -107,7 +108,7 @@ class Store:
     # -- building ------------------------------------------------------------------------
     def ensure(self) -> None:
         try:
-            self._mkdir(self.root)
+            claim(self.root, self.dir_mode, self.file_mode)  # refuses a root of other files
             self._mkdir(self.path)
         except OSError as exc:
             raise CurateError(

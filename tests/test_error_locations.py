@@ -141,15 +141,31 @@ def test_inspect_filter_errors_name_the_line_too(tmp_path: Path) -> None:
 
 
 @pytest.mark.skipif(not Path("/proc/sys").is_dir(), reason="needs Linux /proc")
-def test_an_output_folder_that_takes_no_files_names_output_root(tmp_path: Path) -> None:
-    # /proc/sys exists but no file can be created in it, even by root (tests here run as root,
-    # for whom permission bits do not stop anything)
+def test_an_output_folder_that_is_not_curates_names_output_root(tmp_path: Path) -> None:
+    # /proc exists and holds no curate datasets: refused before anything is tried (tests
+    # here run as root, for whom permission bits do not stop anything)
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
     recipe = write_recipe(tmp_path, name="sys", output={"root": "/proc", "fsync": False})
     message = fails(recipe)
     line = line_of(recipe, "root: /proc")
     assert message.startswith(
-        f"error: {recipe}:{line}: output.root: cannot write in output folder /proc/sys: "
+        f"error: {recipe}:{line}: output.root: /proc is not a curate output root: "
+    )
+
+
+@pytest.mark.skipif(not Path("/proc/sys").is_dir(), reason="needs Linux /proc")
+def test_an_output_folder_that_takes_no_files_names_output_root(tmp_path: Path) -> None:
+    # a marked root whose dataset folder leads to /proc/sys, where no file can be created
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3))
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / ".curate-root").write_text("")
+    (tmp_path / "out" / "sys").symlink_to("/proc/sys")
+    recipe = write_recipe(tmp_path, name="sys", output={"root": "out", "fsync": False})
+    message = fails(recipe)
+    line = line_of(recipe, "root: out")
+    assert message.startswith(
+        f"error: {recipe}:{line}: output.root: cannot write in output folder "
+        f"{tmp_path / 'out' / 'sys'}: "
     )
 
 
