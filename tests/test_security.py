@@ -123,14 +123,22 @@ version = curate.run(recipe)
 os.utime(recipe.parent / "data" / "a.jsonl")  # content identity: re-hashed, cache rewritten
 assert curate.run(recipe).up_to_date
 curate.open(version.path.parent)  # a reader takes its lock under .locks/
+if len(sys.argv) > 3:  # a second version, then gc (its own lock, the readers' locks)
+    (recipe.parent / "data" / "a.jsonl").write_text('{"id": "new", "text": "new text"}\\n')
+    curate.run(recipe)
+    dataset = version.path.parent
+    del version  # its read lock would keep v1
+    from curate.gc import collect
+    assert [a.outcome for a in collect(dataset, keep=1)] == ["removed"]
 """
 
 
 @pytest.mark.parametrize(
-    ("umask", "dir_mode", "file_mode"), [("000", 0o750, 0o640), ("077", 0o770, 0o660)]
+    ("umask", "dir_mode", "file_mode", "gc"),
+    [("000", 0o750, 0o640, False), ("077", 0o770, 0o660, False), ("077", 0o770, 0o660, True)],
 )
 def test_every_folder_and_file_under_the_root_has_the_recipes_modes(
-    project: Path, umask: str, dir_mode: int, file_mode: int
+    project: Path, umask: str, dir_mode: int, file_mode: int, gc: bool
 ) -> None:
     # umask 000 must not make anything world-writable; umask 077 must not lock out the group
     # that shares the root (dir_mode 0770). Every path curate creates, on every code path:
@@ -139,7 +147,7 @@ def test_every_folder_and_file_under_the_root_has_the_recipes_modes(
     output |= {"dir_mode": f"{dir_mode:04o}", "file_mode": f"{file_mode:04o}"}
     recipe = write_recipe(project, input_identity="content", output=output)
     result = subprocess.run(
-        [sys.executable, "-c", RUN_UNDER_UMASK, str(recipe), umask],
+        [sys.executable, "-c", RUN_UNDER_UMASK, str(recipe), umask, *(["gc"] if gc else [])],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
