@@ -25,6 +25,7 @@ from pathlib import Path
 
 from curate.errors import CurateError
 from curate.io.shards import fsync_dir
+from curate.modes import modes_of, open_created
 from curate.owned import LINK, Entry, dataset_folders, freed_bytes, is_held, leftovers, versions
 from curate.phases import mark
 from curate.sizes import format_size
@@ -93,8 +94,9 @@ def _collect_dataset(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
 
 
 def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
-    store = Store(dataset.parent, dataset.name)
-    with contextlib.nullcontext() if dry_run else _gc_lock(dataset):  # one gc per dataset
+    dir_mode, file_mode = modes_of(dataset)  # locks gc adds: the dataset folder's modes
+    store = Store(dataset.parent, dataset.name, dir_mode=dir_mode, file_mode=file_mode)
+    with contextlib.nullcontext() if dry_run else _gc_lock(dataset, file_mode):  # one per dataset
         entries = versions(dataset)
         ours = [e for e in entries if e.why is None]
         protected = {e.name for e in ours[-keep:]} | {store.latest()}
@@ -172,9 +174,9 @@ def _remove_leftover(store: Store, name: str, live: bool, dry_run: bool) -> Acti
 
 
 @contextlib.contextmanager
-def _gc_lock(dataset: Path) -> Iterator[None]:
+def _gc_lock(dataset: Path, mode: int) -> Iterator[None]:
     """Two gcs of one dataset take turns (each finishes what it renamed)."""
-    fd = os.open(dataset / ".gc.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o640)
+    fd = open_created(dataset / ".gc.lock", mode, os.O_RDWR | os.O_NOFOLLOW)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
