@@ -212,3 +212,20 @@ def test_damaged_shards_are_refused_by_name(tmp_path: Path) -> None:
     seal(version.path)
     with pytest.raises(CurateError, match=f"{missing}: missing"):
         open_tokens(version.path).blocks(16)
+
+
+@pytest.mark.parametrize("name", ["models/my-model", "my-model", "models/my-model/tokenizer.json"])
+def test_a_missing_relative_tokenizer_is_one_short_line(
+    built: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """It gave the Hugging Face cache's long error text ('models/x' looks like a hub id)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CurateError) as caught:
+        open_tokens(built / "plain", tokenizer=name)
+    message = str(caught.value)
+    expected = f"tokenizer '{name}' not found: no such file or folder (resolved against {tmp_path})"
+    assert message.startswith(expected), message
+    assert "\n" not in message and len(message) < len(expected) + 60
+    assert "snapshot" not in message and "local_files_only" not in message
