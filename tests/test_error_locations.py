@@ -215,9 +215,10 @@ def test_paths_in_messages_are_shown_from_the_current_folder(
     write_jsonl(tmp_path / "data" / "b.jsonl", corpus(3))
     write_recipe(tmp_path / "recipes", inputs=["../data/b.jsonl"],
                  stages=[{"tokenize": {"source": "../models/none"}}])  # fmt: skip
-    assert "tokenizer '../models/none' not found: no such file or folder (models/none)" in (
-        fails(Path("recipes/recipe.yaml"))
-    )
+    assert (
+        "tokenizer '../models/none' not found: no such file or folder (models/none, resolved "
+        f"against {tmp_path / 'recipes'})"
+    ) in fails(Path("recipes/recipe.yaml"))
     (tmp_path / "blocker").write_text("in the way\n")
     write_recipe(tmp_path / "recipes", inputs=["../data/b.jsonl"],
                  output={"root": "../blocker/out", "fsync": False})  # fmt: skip

@@ -225,7 +225,10 @@ def test_a_missing_relative_tokenizer_is_one_short_line(
     with pytest.raises(CurateError) as caught:
         open_tokens(built / "plain", tokenizer=name)
     message = str(caught.value)
-    expected = f"tokenizer '{name}' not found: no such file or folder (resolved against {tmp_path})"
+    expected = (
+        f"tokenizer '{name}' not found: no such file or folder ({name}, resolved against "
+        f"{tmp_path})"
+    )
     assert message.startswith(expected), message
     assert "\n" not in message and len(message) < len(expected) + 60
     assert "snapshot" not in message and "local_files_only" not in message

@@ -28,8 +28,10 @@ def cache_dir() -> Path:
     return Path(home) / "hub"
 
 
-def cached_snapshot(repo_id: str, revision: str | None = None) -> Path:
-    """The snapshot folder of `repo_id` in the local cache (`HF_HUB_CACHE`, `HF_HOME`)."""
+def cached_snapshot(repo_id: str, revision: str | None = None) -> Path | None:
+    """The snapshot folder of `repo_id` in the local cache (`HF_HUB_CACHE`, `HF_HOME`), or None
+    when the cache does not hold it (the caller says so in one line: a mistyped relative path
+    looks like a hub id, and the hub library's own text would only mislead)."""
     try:
         from huggingface_hub import snapshot_download
         from huggingface_hub.errors import LocalEntryNotFoundError
@@ -45,7 +47,9 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> Path:
             local_files_only=True,
             allow_patterns=_PATTERNS,
         )
-    except (LocalEntryNotFoundError, FileNotFoundError, OSError, ValueError) as exc:
+    except LocalEntryNotFoundError:
+        return None
+    except (FileNotFoundError, OSError, ValueError) as exc:
         raise CurateError(
             f"tokenizer '{repo_id}' is not in the local Hugging Face cache ({exc}); curate never "
             "downloads at run time: fetch it beforehand, or name a local file or folder"

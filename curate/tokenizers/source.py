@@ -142,15 +142,25 @@ def resolve_source(source: str, base_dir: str | Path = ".", kind: str = "auto") 
     elif _looks_like_hub_id(source):
         from curate.tokenizers.hub import cached_snapshot
 
-        found = _in_folder(cached_snapshot(source), source, kind)
+        snapshot = cached_snapshot(source)
+        if snapshot is None:
+            raise _not_found(source, base_dir, ", and not in the local Hugging Face cache")
+        found = _in_folder(snapshot, source, kind)
     else:
-        raise CurateError(
-            f"tokenizer '{source}' not found: no such file or folder ({shown(path)}), "
-            "and not a model id in the local Hugging Face cache"
-        )
+        raise _not_found(source, base_dir)
     if kind != "auto" and kind != found.kind:  # a file whose name or content misled detection
         return TokenizerSource(found.origin, kind, found.main, found.config, found.extra)  # type: ignore[arg-type]
     return found
+
+
+def _not_found(source: str, base_dir: str | Path, also: str = "") -> CurateError:
+    """One line: the path tried (from the current folder) and, for a relative name, the
+    folder it was resolved against (the recipe's; the current one for `open_tokens`)."""
+    path = Path(source).expanduser()
+    where = shown(path if path.is_absolute() else Path(base_dir) / path)
+    if not path.is_absolute():
+        where += f", resolved against {Path(base_dir).absolute()}"
+    return CurateError(f"tokenizer '{source}' not found: no such file or folder ({where}){also}")
 
 
 def _looks_like_hub_id(source: str) -> bool:
