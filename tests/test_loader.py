@@ -232,3 +232,38 @@ def test_a_missing_relative_tokenizer_is_one_short_line(
     assert message.startswith(expected), message
     assert "\n" not in message and len(message) < len(expected) + 60
     assert "snapshot" not in message and "local_files_only" not in message
+
+
+def test_dtype_converts_blocks_and_rows_and_refuses_a_narrowing(built: Path) -> None:
+    tokens = open_tokens(built / "plain")
+    stored = [tuple(b) for b in tokens.blocks(16, seed=7)]
+    for dtype in ("int64", np.int64, np.dtype("int32")):
+        blocks = list(tokens.blocks(16, seed=7, dtype=dtype))
+        assert all(b.dtype == np.dtype(dtype) for b in blocks)
+        assert [tuple(int(t) for t in b) for b in blocks] == [
+            tuple(int(t) for t in b) for b in stored
+        ]
+    assert next(iter(tokens.blocks(16, seed=7))).dtype == np.uint16  # the default: as stored
+    rows = tokens.rows(seed=3, dtype="int64")
+    row = next(iter(rows))
+    assert row["input_ids"].dtype == np.int64
+    assert row["input_ids"].tolist() == next(iter(tokens.rows(seed=3)))["input_ids"].tolist()
+    with pytest.raises(CurateError, match=r"stored uint16 values do not all fit in int8"):
+        tokens.blocks(16, dtype="int8")  # ids above 127 would wrap
+    with pytest.raises(CurateError, match="not a number type"):
+        tokens.blocks(16, dtype="text")
+
+
+def test_dtype_gives_int64_tensors_for_an_embedding(built: Path) -> None:
+    torch = pytest.importorskip("torch")
+    from torch.utils.data import DataLoader
+
+    tokens = open_tokens(built / "plain")
+    blocks = tokens.blocks(16, seed=7, dtype=torch.int64)
+    for workers in (0, 2):
+        batches = list(DataLoader(blocks.torch(batch_size=4), batch_size=4, num_workers=workers))
+        assert batches[0].dtype == torch.int64 and batches[0].shape == (4, 16)
+        got = [tuple(row.tolist()) for batch in batches for row in batch]
+        assert got == [tuple(int(t) for t in b) for b in tokens.blocks(16, seed=7)][: len(got)]
+    embedding = torch.nn.Embedding(int(max(max(b) for b in got)) + 1, 4)
+    assert embedding(batches[0]).shape == (4, 16, 4)
