@@ -16,7 +16,10 @@ position is the index of the next block for this rank, so resuming at sample k r
 nothing before it. Nothing here imports torch: when the trainer has imported it,
 `blocks()` returns a `torch.utils.data.IterableDataset` (or ask with `.torch()`) that
 yields the same numpy blocks and splits them among DataLoader workers; the default
-collate makes them uint16/uint32 tensors (`.long()` them for an embedding).
+collate makes them uint16/uint32 tensors. `dtype=` (`blocks(2048, dtype=torch.int64)`, or
+`"int64"`, `np.int32`) converts each block or row as it is read (one copy of a small
+array), for what an embedding lookup takes; a type that cannot hold every stored id is
+refused.
 
 A version made with `split:` is read one split at a time (`split="validation"`; the
 default is `train`). Fine-tuning versions (`chat_template`) open the same way; their
@@ -198,19 +201,26 @@ class Tokens:
         rank: int = 0,
         world_size: int = 1,
         start: int = 0,
+        dtype: Any = None,
     ) -> Rows:
         """Whole rows for rank `rank` of `world_size`, from its sample `start` on, in the
         order `blocks()` uses: each a dict of numpy views in stored types (default: every
         numeric list column; packed conversations: ids, labels or loss_mask, position_ids,
-        cu_seqlens). The way to read packed fine-tuning rows across ranks, resumably."""
+        cu_seqlens). The way to read packed fine-tuning rows across ranks, resumably.
+
+        `dtype` (a numpy or torch type, or its name: `"int64"`, `torch.int64`) converts
+        every column of each row as it is read; the default keeps the stored types."""
         from curate.loader_rows import Rows, list_columns, views
 
         if not 0 <= rank < world_size:
             raise CurateError(f"rows(): rank {rank} is not in 0..{world_size - 1}")
         names = columns or list_columns(self.table.schema)
+        schema = self.table.schema
+        stored = [np.dtype(schema.field(n).type.value_type.to_pandas_dtype()) for n in names]
+        out = output_dtype(dtype, stored)
         cls: type[Rows] = _torch_class(Rows) if "torch" in sys.modules else Rows
         return cls(views(self.table, names), self.table.num_rows, seed, epoch, shuffle, rank,
-                   world_size, start)  # fmt: skip
+                   world_size, start, dtype=out)  # fmt: skip
 
     def blocks(
         self,
@@ -222,8 +232,13 @@ class Tokens:
         rank: int = 0,
         world_size: int = 1,
         start: int = 0,
+        dtype: Any = None,
     ) -> TokenBlocks:
-        """Fixed-length blocks for rank `rank` of `world_size`, from its sample `start` on."""
+        """Fixed-length blocks for rank `rank` of `world_size`, from its sample `start` on.
+
+        Blocks are views of the memory-mapped shards in the stored type (uint16 or uint32)
+        unless `dtype` is given (a numpy or torch type, or its name): `torch.int64` (or
+        `"int64"`) gives what `nn.Embedding` takes, one small copy per block."""
         if self.pack.get("kind") == "conversations":
             raise CurateError(
                 "blocks(): this version's rows hold whole conversations of different lengths; "
@@ -240,6 +255,7 @@ class Tokens:
             raise CurateError("blocks(): give seq_len (this version is not packed)")
         if not 0 <= rank < world_size:
             raise CurateError(f"blocks(): rank {rank} is not in 0..{world_size - 1}")
+        out = output_dtype(dtype, [self.dtype])
         views, starts = self._chunks
         if self.pack.get("seq_len") == seq_len:
             lengths = self.table.column("num_tokens").to_numpy()
@@ -253,7 +269,7 @@ class Tokens:
         if "torch" in sys.modules:  # the trainer uses torch: be its IterableDataset
             cls = _torch_class(TokenBlocks)
         return cls(views, starts, block_starts, n, seq_len, seed, epoch, shuffle, rank, world_size,
-                   start)  # fmt: skip
+                   start, dtype=out)  # fmt: skip
 
 
 class TokenBlocks:
@@ -272,8 +288,10 @@ class TokenBlocks:
         rank: int,
         world_size: int,
         start: int,
+        dtype: np.dtype[Any] | None = None,
     ) -> None:
         self._views, self._starts, self._block_starts = views, starts, block_starts
+        self.dtype = dtype  # None: the stored type, zero-copy
         self.n_blocks, self.seq_len = n_blocks, seq_len
         self.seed, self.epoch, self.shuffle = seed, epoch, shuffle
         self.rank, self.world_size = rank, world_size
@@ -306,7 +324,7 @@ class TokenBlocks:
     def __getitem__(self, k: int) -> np.ndarray:
         if not 0 <= k < len(self):
             raise IndexError(k)
-        return self._read(self.block_index(k))
+        return self._cast(self._read(self.block_index(k)))
 
     def _read(self, block: int) -> np.ndarray:
         begin = (
@@ -329,10 +347,14 @@ class TokenBlocks:
             pos += take
         return np.concatenate(pieces)
 
+    def _cast(self, block: Any) -> Any:
+        return block if self.dtype is None else block.astype(self.dtype)
+
     @staticmethod
     def _own(block: Any) -> Any:
-        """A writable copy, for torch (the views are read-only)."""
-        return block.copy()
+        """A writable array, for torch (the views are read-only; a converted block or one
+        joined across shards is already a fresh array)."""
+        return block if block.flags.owndata and block.flags.writeable else block.copy()
 
     def __iter__(self) -> Iterator[np.ndarray]:
         while self.position < len(self):
@@ -360,9 +382,31 @@ class TokenBlocks:
         cls = _torch_class(TokenBlocks)
         out = cls(self._views, self._starts, self._block_starts, self.n_blocks, self.seq_len,
                   self.seed, self.epoch, self.shuffle, self.rank, self.world_size,
-                  self.position)  # fmt: skip
+                  self.position, dtype=self.dtype)  # fmt: skip
         out.batch_size = batch_size
         return out
+
+
+def output_dtype(dtype: Any, stored: list[np.dtype[Any]]) -> np.dtype[Any] | None:
+    """What `dtype=` asks for, as a numpy type; torch types are taken by name (`torch.int64`
+    is int64), so torch need not be imported here. Refused when a stored value may not fit:
+    a uint16 id above 127 would wrap in int8."""
+    if dtype is None:
+        return None
+    name = str(dtype)
+    try:
+        out = np.dtype(name.removeprefix("torch.") if name.startswith("torch.") else dtype)
+    except TypeError:
+        out = None
+    if out is None or out.kind not in "iuf":
+        raise CurateError(f"dtype={dtype!r} is not a number type (int64, int32, float32, ...)")
+    for kind in stored:
+        if not np.can_cast(kind, out, "safe"):
+            raise CurateError(
+                f"dtype={dtype}: the stored {kind} values do not all fit in {out}; "
+                "int64 (or int32) holds every id"
+            )
+    return out
 
 
 B = TypeVar("B", bound=TokenBlocks)

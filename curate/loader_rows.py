@@ -63,23 +63,29 @@ class Rows(TokenBlocks):
         rank: int,
         world_size: int,
         start: int,
+        dtype: np.dtype[Any] | None = None,
     ) -> None:
         super().__init__([], np.zeros(1, np.int64), None, n_rows, 0, seed, epoch, shuffle,
-                         rank, world_size, start)  # fmt: skip
+                         rank, world_size, start, dtype)  # fmt: skip
         self._columns = columns
 
     def _read(self, block: int) -> Any:
         return {name: column.row(block) for name, column in self._columns.items()}
 
+    def _cast(self, block: Any) -> Any:
+        if self.dtype is None:
+            return block
+        return {name: values.astype(self.dtype) for name, values in block.items()}
+
     @staticmethod
     def _own(block: Any) -> Any:
-        return {name: values.copy() for name, values in block.items()}
+        return {name: TokenBlocks._own(values) for name, values in block.items()}
 
     def torch(self, batch_size: int = 1) -> Any:
         """The same rows as a `torch.utils.data.IterableDataset` (imports torch); give the
         DataLoader's batch_size so that several workers keep the order exact."""
         cls = _torch_class(Rows)
         out = cls(self._columns, self.n_blocks, self.seed, self.epoch, self.shuffle, self.rank,
-                  self.world_size, self.position)  # fmt: skip
+                  self.world_size, self.position, self.dtype)  # fmt: skip
         out.batch_size = batch_size
         return out
