@@ -65,7 +65,8 @@ def run(
     A published version is returned only when its files are intact: with `verify="sizes"`
     (the default) every file its manifest lists is present with its listed size (one stat
     per file); `verify="full"` also hashes every byte against the manifest, as `curate
-    verify` does. A damaged version is left as it is and a new one is built beside it.
+    verify` does (a version this call builds is hashed as it is written). A damaged version
+    is left as it is and a new one is built beside it; `Version.rebuilt_because` says why.
     """
     if verify not in ("sizes", "full"):
         raise CurateError(f"verify={verify!r}: use 'sizes' (the default) or 'full'")
