@@ -241,3 +241,30 @@ def test_a_copy_of_a_version_never_closes_another_file(version: curate.Version) 
         del twin
         gc.collect()
         assert f.read(1) == b"{"
+
+
+def test_dataset_dict_json_cannot_name_a_split_outside_the_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import shutil
+
+    from click.testing import CliRunner
+    from conftest import corpus, write_jsonl
+
+    from curate.cli import main
+
+    monkeypatch.setenv("CURATE_CACHE", str(tmp_path / "cache"))
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(40, dup_every=0))
+    version = curate.run(write_recipe(tmp_path, split={"validation": 0.3}))
+    copy = crafted_copy(version, tmp_path / "crafted" / "v1")
+    # a saved split outside the version, where the view's '../../..' leads
+    shutil.copytree(copy.path / "validation", tmp_path / "escape")
+    (copy.path / "dataset_dict.json").write_text(
+        json.dumps({"splits": ["train", "validation", "../../../escape"]})
+    )
+    with pytest.raises(curate.CurateError) as exc:
+        copy.to_dataset()
+    assert str(exc.value).startswith(f"{copy.path / 'dataset_dict.json'}: splits[2] ")
+    result = CliRunner().invoke(main, ["verify", str(copy.path)])
+    assert result.exit_code == 1 and "dataset_dict.json: names other splits" in result.stderr
