@@ -93,6 +93,13 @@ def _state_problems(folder: Path, manifest: Manifest) -> list[str]:
     `datasets.load_from_disk` reads is what was hashed above."""
     problems = []
     names = list(manifest.splits.splits) if manifest.splits is not None else [None]
+    if manifest.splits is not None and (folder / "dataset_dict.json").is_file():
+        try:
+            listed = json.loads((folder / "dataset_dict.json").read_text())["splits"]
+        except (OSError, ValueError, KeyError, TypeError):
+            listed = None
+        if listed != names:  # datasets loads each folder it names, '../..' included
+            problems.append("dataset_dict.json: names other splits than the manifest")
     for split in names:
         state = f"{split}/state.json" if split else "state.json"
         if escape(folder, state) is not None or not (folder / state).is_file():

@@ -59,11 +59,35 @@ def _links(version: Version) -> dict[str, Path]:
         links[str(rel)] = inside(version.path, rel, source=manifest, field=f"shards[{i}].path")
     for name in sorted(hf_files(version.splits)):
         links[name] = inside(version.path, name, source=manifest, field="splits")
+    if version.splits:
+        _check_dict(version.path, version.splits)
     for split in version.splits:
         _check_state(version.path / split)
     if not version.splits:
         _check_state(version.path)
     return links
+
+
+def _check_dict(folder: Path, splits: list[str]) -> None:
+    """The splits a dataset_dict.json makes `datasets` load (folders beside it) stay inside
+    the version: each is one of the manifest's splits."""
+    path = folder / "dataset_dict.json"
+    try:
+        names = json.loads(path.read_text())["splits"]
+        if not isinstance(names, list):
+            raise TypeError
+    except (OSError, ValueError, KeyError, TypeError):
+        raise CurateError(
+            f"{path} is not a datasets dataset_dict.json (no 'splits' list); "
+            "`curate verify` checks the version"
+        ) from None
+    for i, name in enumerate(names):
+        inside(folder, name, source=path, field=f"splits[{i}]")
+        if name not in splits:
+            raise CurateError(
+                f"{path}: splits[{i}] {name!r} is not one of the manifest's splits "
+                f"({', '.join(splits)}); `curate verify` checks the version"
+            )
 
 
 def _check_state(folder: Path) -> None:
