@@ -325,3 +325,13 @@ def test_a_saved_dataset_reads_nothing_outside_its_folder(tmp_path: Path, how: s
     message = str(exc.value)
     assert message.startswith(f"{folder / 'state.json'}: _data_files[")
     assert "leads outside" in message
+
+
+def test_a_dataset_folder_hint_does_not_follow_a_crafted_latest(tmp_path: Path) -> None:
+    (tmp_path / "secret").mkdir()
+    (tmp_path / "secret" / "dataset_dict.json").write_text("{}")
+    touch(tmp_path / "out" / "t" / "LATEST", b"../../secret\n")
+    with pytest.raises(CurateError) as exc:
+        discover_inputs(["out/t"], tmp_path)
+    assert "secret" not in str(exc.value)
+    assert "is a curate dataset folder; name one of its versions" in str(exc.value)
