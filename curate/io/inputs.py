@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from curate.errors import CurateError, recipe_part, shown
 from curate.io import folders
+from curate.sealed import VERSION_NAME
 
 log = logging.getLogger(__name__)
 
@@ -203,9 +204,9 @@ def _dataset_folder_hint(path: str, name: str) -> str:
     what the recipe reads behind its back, as following LATEST would."""
     try:
         latest = Path(path, "LATEST").read_text().strip()
-    except OSError:
+    except (OSError, ValueError):
         latest = ""
-    if not latest:
+    if not VERSION_NAME.match(latest):  # a crafted LATEST is neither probed nor printed
         return f"is a curate dataset folder; name one of its versions, e.g. '{name}/v1'"
     example = f"{name}/{latest}"
     if os.path.exists(os.path.join(path, latest, "dataset_dict.json")):
