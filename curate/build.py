@@ -127,14 +127,14 @@ class Build:
 
     def _run(self) -> Version:
         started, t0 = datetime.now(UTC), time.perf_counter()
-        self.engine.start()  # workers boot while we plan, before any thread of ours exists
-        hashes = _in_daemon_thread(
-            lambda: (
-                self.known_hashes
-                or [input_watch.hash_unchanged(f, content_hash) for f in self.files]
-            )
-        )
         try:
+            self.engine.start()  # workers boot while we plan, before any thread of ours exists
+            hashes = _in_daemon_thread(
+                lambda: (
+                    self.known_hashes
+                    or [input_watch.hash_unchanged(f, content_hash) for f in self.files]
+                )
+            )
             job = self._job()
             log.info("building %s: %d partitions, fingerprint %s", self.recipe.name,
                      len(job.partitions), self.fingerprint[:12])  # fmt: skip
@@ -146,6 +146,11 @@ class Build:
                 "engine": round(time.perf_counter() - t_setup, 4),
             }
             return self._publish(job, result, hashes, started, t0, timings)
+        except KeyboardInterrupt:  # while planning too: stop the workers, do not wait for them
+            terminate = getattr(self.engine, "terminate", None)
+            if terminate is not None:
+                terminate()
+            raise
         finally:
             self.engine.close()
 

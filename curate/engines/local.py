@@ -94,7 +94,11 @@ class LocalEngine:
             resource_tracker.ensure_running()
         # A Ctrl-C before _worker_init would interrupt a starting worker (or the forkserver
         # importing its preloads): they start with SIGINT blocked, a mask that fork and exec
-        # keep, and unblock it once they ignore it.
+        # keep, and unblock it once they ignore it. Here, a Ctrl-C (which another thread may
+        # take) is held until every worker is registered, so that terminate() finds them all.
+        held: list[int] = []
+        main = threading.current_thread() is threading.main_thread()
+        handler = signal.signal(signal.SIGINT, lambda n, _: held.append(n)) if main else None
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
@@ -102,6 +106,14 @@ class LocalEngine:
                 self._pool.submit(_warm)
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            if main:
+                signal.signal(signal.SIGINT, signal.SIG_DFL if handler is None else handler)
+        if held:
+            try:
+                signal.raise_signal(signal.SIGINT)  # now, to the handler it was meant for
+            except BaseException:
+                self.terminate()
+                raise
 
     def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
         result = JobResult(records=[])
