@@ -204,11 +204,11 @@ class Build:
         side = _collect_side_outputs(result.records, job.staging, out, r.output.rejected)
         counts = accounting.count_documents(stages, result.records)
         reconcile(counts)
-        check_run(result.records[0], r.on_error_policy)
         mark("publish")
         digests = hashes.result()
         input_watch.check_records(self.files, result.records[0])
         input_watch.check_all(self.files)  # nothing changed since it was read
+        check_run(result.records[0], r.on_error_policy)  # (a changed input is the first cause)
         with self.store.publishing() as version:
             manifest = Manifest(
                 dataset=r.name,
