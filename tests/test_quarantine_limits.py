@@ -160,3 +160,12 @@ def test_field_names_in_the_message_are_bounded(tmp_path: Path) -> None:
     names = present.removesuffix(", ...").split(", ")
     assert len(names) <= 20 and all(len(n) <= 64 for n in names), present
     assert len(message) < 1500 and "secret" not in message
+
+
+def test_chat_records_expected_on_text_data_stop_the_run(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(300, dup_every=0))
+    message = fails(write_recipe(tmp_path, chat={"shape": "auto"}, stages=[]))
+    assert "all 300 records of partition 0" in message, message
+    assert "no messages, conversations or instruction field" in message
+    assert "fields present: id, text" in message
+    nothing_published(tmp_path)
