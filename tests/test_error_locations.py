@@ -223,6 +223,11 @@ def test_paths_in_messages_are_shown_from_the_current_folder(
     write_recipe(tmp_path / "recipes", inputs=["../data/b.jsonl"],
                  output={"root": "../blocker/out", "fsync": False})  # fmt: skip
     assert "cannot create output folder blocker/out/t: " in fails(Path("recipes/recipe.yaml"))
+    (tmp_path / "data" / "x.parquet").write_bytes(b"PAR1" + b"not a footer" * 3 + b"PAR1")
+    write_recipe(tmp_path / "recipes", inputs=["../data/x.parquet"])  # found when planning
+    assert "input 'data/x.parquet' cannot be read as parquet: " in fails(
+        Path("recipes/recipe.yaml")
+    )
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")  # the files are outside it: absolute paths
     write_recipe(tmp_path / "recipes", inputs=["../data/*.jsonl.gz"])

@@ -33,7 +33,7 @@ def start(recipe: Path, log: Path, env_extra: dict[str, str]) -> subprocess.Pope
     return subprocess.Popen(
         [sys.executable, "-m", "curate.cli", "run", str(recipe), "--quiet"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True,
+        start_new_session=True, cwd=recipe.parent,  # messages show paths from here
     )  # fmt: skip
 
 

@@ -16,6 +16,13 @@ from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
 from curate.io.readers import read_partition
 
+
+@pytest.fixture(autouse=True)
+def _from_the_recipe_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Messages show paths from the current folder: here, where the inputs are listed from."""
+    monkeypatch.chdir(tmp_path)
+
+
 KEEP = {"score": pa.float64(), "n": pa.int64(), "lang": pa.string()}
 
 
