@@ -65,7 +65,7 @@ def check(inp: InputFile, seen: Identity | None = None) -> Identity:
     now = current(inp)
     if now != want:
         raise InputChanged(
-            f"input {inp.name!r} changed while the run read it ({_difference(want, now)}); "
+            f"{inp.label} changed while the run read it ({_difference(want, now)}); "
             "nothing was published; run again once it is stable"
         )
     return now
@@ -89,7 +89,7 @@ def check_records(files: list[InputFile], first_pass: list[dict[str, Any]]) -> N
         if staged is None or tuple(staged) != discovered(inp):
             want = tuple(staged) if staged is not None else None
             raise InputChanged(
-                f"input {inp.name!r} changed while the run read it "
+                f"{inp.label} changed while the run read it "
                 f"({_difference(want, discovered(inp))}); nothing was published; "
                 "run again once it is stable"
             )

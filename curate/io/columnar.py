@@ -79,7 +79,7 @@ def units(inp: InputFile) -> list[Unit]:
             for m in members[:-1]  # the last member is state.json
         ]
     except (pa.ArrowException, OSError) as exc:
-        raise CurateError(f"input {inp.name!r} cannot be read as {inp.format}: {exc}") from None
+        raise CurateError(f"{inp.label} cannot be read as {inp.format}: {exc}") from None
 
 
 def _raw_batches(
@@ -113,12 +113,12 @@ def _raw_batches(
                 st = os.stat(path)
                 if (st.st_size, st.st_mtime_ns) != (m.size, m.mtime_ns):
                     raise CurateError(
-                        f"shard {m.rel!r} of input {inp.name!r} changed while curate was running"
+                        f"shard {m.rel!r} of {inp.label} changed while curate was running"
                     )
                 for raw in _ipc_batches(path):
                     yield raw.schema, raw
     except (pa.ArrowException, OSError) as exc:
-        raise CurateError(f"input {inp.name!r} cannot be read as {inp.format}: {exc}") from None
+        raise CurateError(f"{inp.label} cannot be read as {inp.format}: {exc}") from None
 
 
 def _parquet(path: str) -> pq.ParquetFile:

@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -64,6 +64,14 @@ class InputFile:
     device: int = 0
     """size, mtime, ctime, inode and device are the stat identity a run checks its inputs
     against until it publishes (curate.input_watch)."""
+    shown: str = ""
+    """The path for messages, from the folder curate runs in (`curate.errors.shown`), set
+    where inputs are listed: a worker's current folder may be another."""
+
+    @property
+    def label(self) -> str:
+        """How messages name the input: `input 'data/a.jsonl'`."""
+        return f"input {self.shown or self.name!r}"
 
 
 def discover_inputs(patterns: list[str], base_dir: Path, *, check: bool = True) -> list[InputFile]:
@@ -138,7 +146,7 @@ def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFi
     except OSError as exc:
         raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        return _describe_folder(path, name, label, st, check)
+        return replace(_describe_folder(path, name, label, st, check), shown=where)
     if not stat.S_ISREG(st.st_mode):
         raise CurateError(f"{label} is neither a regular file nor a folder")
     fmt = format_of(path)
@@ -147,7 +155,7 @@ def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFi
     if check:
         _check_content(path, fmt, st.st_size, label)
     return InputFile(
-        path, name, fmt, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev
+        path, name, fmt, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, where
     )
 
 

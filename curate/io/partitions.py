@@ -86,9 +86,7 @@ def split_jsonl(inp: InputFile, target: int) -> list[tuple[int, int, int]]:
     try:
         with open(inp.path, "rb") as f:
             if os.fstat(f.fileno()).st_size != size:
-                raise CurateError(
-                    f"input {inp.name!r} changed size since inputs were listed; run again"
-                )
+                raise CurateError(f"{inp.label} changed size since inputs were listed; run again")
             for k in range(1, n):
                 b = _line_start(f, k * size // n)
                 if bounds[-1] < b < size:
@@ -99,7 +97,7 @@ def split_jsonl(inp: InputFile, target: int) -> list[tuple[int, int, int]]:
             for a, b in itertools.pairwise(bounds[:-1]):
                 firsts.append(firsts[-1] + _newlines(f, b - a))
     except OSError as exc:
-        raise CurateError(f"input {inp.name!r} cannot be read: {exc.strerror or exc}") from None
+        raise CurateError(f"{inp.label} cannot be read: {exc.strerror or exc}") from None
     return list(zip(bounds[:-1], bounds[1:], firsts, strict=True))
 
 
