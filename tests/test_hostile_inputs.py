@@ -86,6 +86,16 @@ def test_a_50_mb_single_line_is_one_document(tmp_path: Path) -> None:
     print("\n50 MB single line: one document")
 
 
+def test_documents_over_max_document_bytes_are_quarantined_by_size(tmp_path: Path) -> None:
+    big = {"id": "big", "text": "word " * 300_000}  # 1.5 MB
+    version = run_case(tmp_path, {"a.jsonl": lines([big, *GOOD])}, max_document_bytes="1MB")
+    assert version.counts["written"] == 20 and version.counts["quarantined"] == 1
+    [row] = version.quarantined().to_pylist()
+    assert row["reason"] == "document_too_large: over max_document_bytes (1,000,000 bytes)"
+    assert row["bytes"] == len(big["text"])
+    balanced(version)
+
+
 @pytest.mark.parametrize("suffix", ["gz", "zst"])
 def test_truncated_compressed_files_keep_readable_records(tmp_path: Path, suffix: str) -> None:
     payload = lines(GOOD * 20_000)  # several zstd blocks, so half a file holds whole ones
@@ -159,3 +169,88 @@ def test_duplicated_ids_are_refused_by_a_barrier(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["run", str(recipe)])
     assert result.exit_code == 2 and "'g3' is not unique" in result.stderr, result.stderr
     print(f"\nduplicated ids: {result.stderr.strip()}")
+
+
+ENGLISH = str.split(
+    "the of and to in is was that for on with as by at from his her they which this be have "
+    "are not had but what all were when we there can an your more one would their about time "
+    "people year water long day could other number sound made after write city country river "
+    "mountain language history science music market garden station morning letter evening "
+    "children table window friend house school paper story family teacher road summer winter"
+)
+
+
+def big_document(size: int, seed: int = 14) -> str:
+    """English-like sentences, unique, some with an e-mail address and a phone number."""
+    import random
+
+    rng = random.Random(seed)
+    parts, total, n = [], 0, 0
+    while total < size:
+        n += 1
+        words = " ".join(rng.choice(ENGLISH) for _ in range(rng.randint(8, 20)))
+        sentence = f"{words.capitalize()} number {n}."
+        if n % 500 == 0:
+            sentence += (
+                f" Write to person{n}@example.com or call 555-{n % 1000:03d}-0{n % 999:03d}."
+            )
+        sentence += "\n" if n % 7 == 0 else " "
+        parts.append(sentence)
+        total += len(sentence)
+    return "".join(parts)
+
+
+def peak_rss(recipe: Path) -> tuple[int, dict[str, Any]]:
+    """A run in a fresh process: the largest RSS of it and its workers (bytes), and counts."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, resource, sys, curate\n"
+        "v = curate.run(sys.argv[1])\n"
+        "peak = max(resource.getrusage(w).ru_maxrss for w in "
+        "(resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))\n"
+        "print(json.dumps({'peak': peak * 1024, 'counts': v.counts}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(recipe)], capture_output=True,
+                         text=True, check=True)  # fmt: skip
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    return found["peak"], found["counts"]
+
+
+@pytest.mark.timeout(1800)
+def test_a_60_mb_document_through_every_stage_stays_within_2_gb_of_an_idle_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 14: one 54 MB document took 8.1 GB in tokenize and 1.95 GB in the quality
+    filter. The same recipe with and without a 60 MB document, one worker: the peak RSS
+    of the run's processes may grow by less than 2 GB, and the document is written."""
+    from conftest import REPO
+
+    stages = [
+        {"normalize": {}},
+        {"filter_length": {"min_words": 3}},
+        {"quality_filter": {"gopher_quality": {"max_doc_words": 10**8, "min_doc_words": 5},
+                            "gopher_repetition": {"top_ngram_char_frac": {}}}},
+        {"language_filter": {"languages": ["en"], "min_score": 0.1}},
+        {"decontaminate": {"benchmarks": [{"name": "quiz", "fields": ["question", "answer"],
+                           "path": str(REPO / "sample_data/benchmarks/quiz.jsonl")}]}},
+        {"exact_dedup": {}},
+        {"minhash_dedup": {}},
+        {"pii": {}},
+        {"tokenize": {"source": str(REPO / "sample_data/tokenizer"), "eos": True}},
+    ]  # fmt: skip
+    good = [{"id": f"g{i}", "text": big_document(800, seed=i)} for i in range(20)]
+    peaks = {}
+    for name, docs in (("idle", good), ("big", [{"id": "big", "text": big_document(60 << 20)},
+                                                 *good])):  # fmt: skip
+        folder = tmp_path / name
+        (folder / "data").mkdir(parents=True)
+        (folder / "data" / "a.jsonl").write_bytes(lines(docs))
+        recipe = write_recipe(folder, inputs=["data/*"], stages=stages)
+        peaks[name], counts = peak_rss(recipe)
+        assert counts["written"] == len(docs), counts
+    grown = peaks["big"] - peaks["idle"]
+    print(f"\n60 MB document: peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
+          f"{peaks['idle'] / 2**30:.2f} GiB, grown {grown / 2**30:.2f} GiB")  # fmt: skip
+    assert grown < 2 * 2**30
