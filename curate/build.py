@@ -176,6 +176,7 @@ class Build:
             file_mode=int(r.output.file_mode, 8),
             write_rejected=r.output.rejected,
             batch_bytes=r.batch_size,
+            max_document_bytes=r.max_document_bytes,
             packing=packing_for(self.stages),
             split=r.split,
             stop_early=r.on_error_policy.mode == "quarantine" and r.on_error_policy.stop_early,

@@ -227,6 +227,13 @@ class Recipe(_Strict):
     batch_size: ByteSize = Field(
         8 * 2**20, description="Text bytes per record batch: memory per worker vs overhead."
     )
+    max_document_bytes: ByteSize = Field(
+        64 * 2**20,
+        ge=1,
+        description="Larger documents (UTF-8 bytes of the text, or of a conversation's "
+        "contents) go to quarantine/ as document_too_large: what one document may cost a "
+        "worker in memory is bounded.",
+    )
     stages: list[StageSpec] = Field(default_factory=list, description="Stages, in order.")
     split: SplitSpec | None = Field(
         None,

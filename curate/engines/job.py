@@ -39,6 +39,7 @@ class Job:
     file_mode: int = 0o640
     write_rejected: bool = True
     batch_bytes: int = 8 << 20
+    max_document_bytes: int = 64 << 20
     packing: PackSpec | None = None  # rows packed per partition by the shard writer
     split: SplitSpec | None = None  # held-out splits, decided per document by the shard writer
     stop_early: bool = False  # a partition all quarantined for one field fails the run at once
@@ -63,6 +64,7 @@ class Job:
             file_mode=self.file_mode,
             write_rejected=self.write_rejected,
             batch_bytes=self.batch_bytes,
+            max_document_bytes=self.max_document_bytes,
             packing=self.packing,
             split=self.split,
             stop_early=self.stop_early,

@@ -95,6 +95,7 @@ class PassTask:
     file_mode: int = 0o640
     write_rejected: bool = True
     batch_bytes: int = 8 << 20
+    max_document_bytes: int = 64 << 20
     extra: dict[str, Any] = field(default_factory=dict)
     packing: PackSpec | None = None
     split: SplitSpec | None = None  # held-out splits, decided per document at shard writing
@@ -130,7 +131,11 @@ def _source_chunks(
         record["input_stat"] = list(input_watch.discovered(part.input))
         row = 0
         for chunk in read_partition(
-            part, task.fields, on_error=task.on_error, batch_bytes=task.batch_bytes
+            part,
+            task.fields,
+            on_error=task.on_error,
+            batch_bytes=task.batch_bytes,
+            max_document_bytes=task.max_document_bytes,
         ):
             mark("reading")
             batch = chunk.batch

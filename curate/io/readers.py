@@ -9,14 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from curate.errors import CurateError
 from curate.input_watch import check
-from curate.io.batches import ID, TEXT, FieldSpec, ReadChunk
+from curate.io.batches import ID, TEXT, FieldSpec, QuarantineRecord, ReadChunk
 from curate.io.columnar import read_columnar
 from curate.io.inputs import InputFile
 from curate.io.jsonl import read_jsonl
 from curate.io.partitions import Partition
-from curate.io.records import ErrorSink
+from curate.io.records import FAIL_HINT, ErrorSink
 from curate.io.textfiles import read_text_folder
 
 JSONL_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst")
@@ -49,14 +53,26 @@ def read_partition(
     on_error: str = "quarantine",
     batch_bytes: int = 8 << 20,
     use_threads: bool = False,
+    max_document_bytes: int | None = None,
 ) -> Iterator[ReadChunk]:
     """The partition's documents in input order, in batches of about batch_bytes of text.
 
     Bad records are returned in each chunk's `quarantined` (on_error="quarantine")
     or stop the read with a CurateError naming file and line (on_error="fail").
     `use_threads` lets Arrow parse with its CPU pool (`pa.set_cpu_count`); leave it
-    off when the engine already runs one worker process per core.
+    off when the engine already runs one worker process per core. Documents over
+    `max_document_bytes` are set aside as bad records are (`document_too_large`).
     """
+    chunks = _read(part, fields, on_error, batch_bytes, use_threads)
+    if max_document_bytes is None:
+        yield from chunks
+    else:
+        yield from _size_limited(chunks, max_document_bytes, part.input.name, on_error)
+
+
+def _read(
+    part: Partition, fields: FieldSpec, on_error: str, batch_bytes: int, use_threads: bool
+) -> Iterator[ReadChunk]:
     sink = ErrorSink(part.input.name, on_error)
     if batch_bytes < 1:
         raise ValueError(f"batch_bytes must be positive, not {batch_bytes}")
@@ -83,6 +99,41 @@ def read_partition(
         yield from read_text_folder(part, fields, sink, batch_bytes)
     else:
         raise ValueError(f"unknown input format {fmt!r}")
+
+
+def _size_limited(
+    chunks: Iterator[ReadChunk], limit: int, file: str, on_error: str
+) -> Iterator[ReadChunk]:
+    """Each chunk without its documents over `limit` bytes, which join its quarantined
+    records (size only: no line, no content), or stop the run with on_error=fail."""
+    reason = f"document_too_large: over max_document_bytes ({limit:,} bytes)"
+    for chunk in chunks:
+        sizes = document_bytes(chunk.batch)
+        over = sizes > limit
+        if not over.any():
+            yield chunk
+            continue
+        if on_error == "fail":
+            raise CurateError(f"{file}: {reason}, {int(sizes[over][0]):,} bytes ({FAIL_HINT})")
+        records = [QuarantineRecord(file, None, reason, int(n)) for n in sizes[over]]
+        batch = chunk.batch.filter(pa.array(~over))
+        yield ReadChunk(batch, [*chunk.quarantined, *records])
+
+
+def document_bytes(batch: pa.RecordBatch) -> np.ndarray:
+    """UTF-8 bytes of each document's text, or of all its messages' contents."""
+    if TEXT in batch.schema.names:
+        return np.asarray(pc.binary_length(batch.column(TEXT)).fill_null(0), np.int64)
+    from curate.chat.spec import MESSAGES
+
+    if MESSAGES not in batch.schema.names or batch.num_rows == 0:
+        return np.zeros(batch.num_rows, np.int64)
+    messages = batch.column(MESSAGES)
+    contents = pc.binary_length(pc.list_flatten(messages).field("content")).fill_null(0)
+    per_message = np.concatenate([[0], np.cumsum(np.asarray(contents, np.int64))])
+    offsets = np.asarray(messages.offsets, np.int64)
+    offsets -= offsets[0]  # a sliced array's offsets start where the slice does
+    return per_message[offsets[1:]] - per_message[offsets[:-1]]
 
 
 def _check_unchanged(part: Partition) -> None:

@@ -101,14 +101,21 @@ def final_spans(text: str, spans: list[Span]) -> list[Span]:
 
 
 def replace(text: str, spans: list[Span], replacement: Callable[[Span, str], str]) -> str:
-    """Step 4: `replacement(span, original_value)` for each span, from the end backwards."""
-    out = text
+    """Step 4: `replacement(span, original_value)` for each span, from the end backwards.
+
+    As the anonymizer does (`text[:start] + new + text[end:]` per span, each on the
+    previous result), but joined once: those copies made a 32 MB document with 1,400
+    e-mail addresses and phone numbers take 270 s. What a span keeps after it is the
+    original text up to where the previous (later) span began."""
+    parts: list[str] = []  # from the end: kept text, then a replacement, ...
     last = len(text)
     for span in sorted(spans, key=_by_position, reverse=True):
         new = replacement(span, text[span.start : span.end])
-        out = out[: span.start] + new + out[min(span.end, last) :]
+        parts.append(text[min(span.end, last) : last])
+        parts.append(new)
         last = span.start
-    return out
+    parts.append(text[:last])
+    return "".join(reversed(parts))
 
 
 def _by_position(span: Span) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from curate.tokenizers.encoders import Encoder, ModelDefaults, config_defaults, flatten
+from curate.tokenizers.long_texts import cuts_safely, encode_in_pieces
 from curate.tokenizers.source import TokenizerSource
 
 _EOS_NAMES = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|eos|>", "<|im_end|>")
@@ -25,6 +26,7 @@ _BOS_NAMES = ("<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>")
 @dataclass
 class HFJsonEncoder(Encoder):
     _tok: Any = None
+    _cuts: bool = False  # long texts are encoded in pieces (curate.tokenizers.long_texts)
 
     @classmethod
     def load(cls, source: TokenizerSource, threads: int) -> HFJsonEncoder:
@@ -46,6 +48,7 @@ class HFJsonEncoder(Encoder):
             vocab_size=max(vocab.values()) + 1 if vocab else 0,
             special=special,
             _tok=tok,
+            _cuts=cuts_safely(tok.to_str()),
         )
         enc.defaults = config_defaults(source, enc._format_defaults())
         return enc
@@ -61,5 +64,10 @@ class HFJsonEncoder(Encoder):
         return ModelDefaults(bos, eos, False, "tokenizer.json post-processor adds no BOS")
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self._cuts:
+            return encode_in_pieces(self._encode, texts)
+        return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         encodings = self._tok.encode_batch_fast(texts, add_special_tokens=False)
         return flatten([e.ids for e in encodings])

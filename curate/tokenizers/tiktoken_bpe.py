@@ -18,10 +18,18 @@ import numpy as np
 
 from curate.errors import CurateError
 from curate.tokenizers.encoders import Encoder, ModelDefaults, config_defaults, flatten
+from curate.tokenizers.long_texts import encode_in_pieces
 from curate.tokenizers.source import TokenizerSource
 
 # Tekken files of format version <= v7 carry no special token list; these are the ones
 # mistral-common assumes for them (the rest of the reserved ranks are fillers).
+# The pattern of Mistral's tekken files (240718, 240911): one of the byte-level families
+# whose texts may be cut in pieces (curate.tokenizers.long_texts); another is not cut.
+TEKKEN_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 _TEKKEN_LEGACY_SPECIAL = {"<unk>": 0, "<s>": 1, "</s>": 2, "[INST]": 3, "[/INST]": 4}
 
 
@@ -34,6 +42,7 @@ class BPEEncoder(Encoder):
     _enc: Any = None
     offset: int = 0
     _rank_bytes: np.ndarray | None = None
+    _cuts: bool = False  # long texts in pieces: tekken's pattern (curate.tokenizers.long_texts)
 
     def warm(self) -> None:
         if self._enc is None:
@@ -49,6 +58,11 @@ class BPEEncoder(Encoder):
         return out
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self._cuts:
+            return encode_in_pieces(self._encode, texts)
+        return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         self.warm()
         if self.threads > 1:
             lists = self._enc.encode_ordinary_batch(texts, num_threads=self.threads)
@@ -77,6 +91,7 @@ class TekkenEncoder(BPEEncoder):
             else dict(_TEKKEN_LEGACY_SPECIAL)
         )
         inner = vocab_size - num_special
+        cuts = data["config"].get("pattern") == TEKKEN_PATTERN
         enc, rank_bytes = _tekken_encoding(source, data, inner) if warm else (None, None)
         del data
         return cls(
@@ -92,6 +107,7 @@ class TekkenEncoder(BPEEncoder):
             _enc=enc,
             _rank_bytes=rank_bytes,
             offset=num_special,
+            _cuts=cuts,
         )
 
 
