@@ -152,3 +152,28 @@ def test_intact_version_is_checked_once_per_object(version: curate.Version) -> N
     assert v.check_files() is v  # checked when opened: no stat again for this object
     with pytest.raises(CurateError, match="missing"):
         curate.open(version.path)
+
+
+def test_a_damaged_version_read_as_an_input_fails_the_build(
+    version: curate.Version, tmp_path: Path
+) -> None:
+    """A build reading a version as its input checks it as a reader does: a shard replaced by
+    a shorter valid one would otherwise become a smaller dataset with every count agreeing."""
+    writable(version.path)
+    record = version.manifest["shards"][0]
+    path = version.path / record["path"]
+    table = pa.ipc.open_stream(path.read_bytes()).read_all()
+    with pa.ipc.new_stream(str(path), table.schema) as writer:
+        writer.write_table(table.slice(0, table.num_rows // 3))
+    sealed(version.path)
+    downstream = tmp_path / "downstream"
+    downstream.mkdir()
+    recipe = write_recipe(
+        downstream, name="d", inputs=[str(version.path)], output={"root": "out", "fsync": False}
+    )
+    with pytest.raises(CurateError, match=f"{record['path']}: size") as caught:
+        curate.run(recipe)
+    assert "curate verify" in str(caught.value)
+    assert not (downstream / "out" / "d").exists() or not list(
+        (downstream / "out" / "d").glob("v*")
+    )
