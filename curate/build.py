@@ -105,7 +105,9 @@ class Build:
         umask = os.umask(0o777 & ~(int(out.dir_mode, 8) | int(out.file_mode, 8)))
         held: list[Version] = []  # versions read as inputs: gc must not delete them meanwhile
         try:
-            held += [Version(path).hold() for path in accounting.versions_read(self.files)]
+            for path in accounting.versions_read(self.files):
+                held.append(Version(path).hold())
+                held[-1].check_files()  # checked as a reader checks it: damage fails by name
             self._check_space()
             return self._run()
         finally:
