@@ -228,6 +228,10 @@ def test_paths_in_messages_are_shown_from_the_current_folder(
     assert "input 'data/x.parquet' cannot be read as parquet: " in fails(
         Path("recipes/recipe.yaml")
     )
+    write_recipe(tmp_path / "recipes", inputs=["../data/b.jsonl"], text_field="body")
+    assert "input 'data/b.jsonl': all 3 records of partition 0 were quarantined for missing " in (
+        fails(Path("recipes/recipe.yaml"))
+    )
     (tmp_path / "elsewhere").mkdir()
     monkeypatch.chdir(tmp_path / "elsewhere")  # the files are outside it: absolute paths
     write_recipe(tmp_path / "recipes", inputs=["../data/*.jsonl.gz"])
