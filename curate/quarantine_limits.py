@@ -74,9 +74,10 @@ def tally(record: dict[str, Any], quarantined: list[QuarantineRecord]) -> None:
                 names[:] = sorted(set(names) | set(q.fields))[:_NAMES_KEPT]
 
 
-def check_partition(record: dict[str, Any]) -> None:
+def check_partition(record: dict[str, Any], label: str | None = None) -> None:
     """Fail now when this first-pass partition quarantined every one of its records for one
-    missing field or wrong type (called when the policy stops early)."""
+    missing field or wrong type (called when the policy stops early). `label` names the
+    input in the message (`InputFile.label`)."""
     if record["read"]:
         return
     reasons = record.get("quarantine_reasons", {})
@@ -85,7 +86,8 @@ def check_partition(record: dict[str, Any]) -> None:
         return
     reason, n = next(iter(reasons.items()))
     raise CurateError(
-        f"input {record['input']!r}: all {n:,} records of partition {record['partition']} "
+        f"{label or 'input ' + repr(record['input'])}: all {n:,} records of partition "
+        f"{record['partition']} "
         f"were quarantined for {reason}{_fields(present[reason])}; nothing was published; "
         "check the recipe's text_field, id_field and fields against the input (if only some "
         "inputs lack it, set on_error.stop_early: false and raise on_error.max_quarantined)"

@@ -231,7 +231,7 @@ class PartitionRun:
                     self._checkpoint()
             self._finish()
             if self.task.pass_index == 0 and self.task.stop_early:
-                check_partition(self.record)
+                check_partition(self.record, self.part.input.label)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise DiskFull(f"disk full while writing {self.out_dir}") from None
