@@ -174,7 +174,14 @@ class BudgetedSandbox(ImmutableSandboxedEnvironment):
         return self.binop_table[operator](left, right)
 
     def getattr(self, obj: Any, attribute: str) -> Any:
-        found = super().getattr(obj, attribute)
+        try:  # the sandbox's own first step, without a call (the hot path: message.content)
+            getattr(obj, attribute)
+        except AttributeError:
+            try:
+                return obj[attribute]
+            except (TypeError, LookupError):
+                pass
+        found = super().getattr(obj, attribute)  # an attribute, checked by the sandbox
         return Method(found) if type(found) in _CALLABLE else found
 
     def getitem(self, obj: Any, argument: Any) -> Any:
