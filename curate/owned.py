@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.sealed import naming_problem
 from curate.store import Store
 
 VERSION_NAME = re.compile(r"^v(\d+)$")
@@ -135,11 +136,11 @@ def _read_entry(dataset: Path, name: str) -> Entry:
                 return Entry(name, why="manifest.json is not readable JSON")
     finally:
         os.close(fd)
-    if not isinstance(manifest, dict):
-        return Entry(name, why="manifest.json is not a curate manifest")
-    said = (manifest.get("dataset"), manifest.get("version"))
-    if said != (dataset.name, name) or not isinstance(manifest.get("fingerprint"), str):
-        return Entry(name, why=f"its manifest names {said[0]!s}/{said[1]!s}, not this folder")
+    problem = naming_problem(manifest, dataset, name)
+    if problem is not None:
+        return Entry(name, why=problem)
+    if not isinstance(manifest.get("fingerprint"), str):
+        return Entry(name, why="its manifest.json has no fingerprint")
     return Entry(name, fingerprint=manifest["fingerprint"])
 
 

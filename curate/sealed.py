@@ -22,6 +22,7 @@ import os
 import re
 import stat
 from pathlib import Path
+from typing import Any
 
 from curate.errors import CurateError
 from curate.paths import inside
@@ -54,15 +55,28 @@ def seal_problem(dataset: Path, name: str, fingerprint: str | None = None) -> st
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "no readable manifest.json"
-    if not isinstance(data, dict):
-        return "its manifest.json is not a curate manifest"
-    if data.get("dataset") != dataset.name or data.get("version") != name:
-        return (
-            f"its manifest names {str(data.get('dataset'))!r} {str(data.get('version'))!r}, "
-            f"not {dataset.name!r} {name!r}"
-        )
-    if fingerprint is not None and data.get("fingerprint") != fingerprint:
+    problem = naming_problem(data, dataset, name)
+    if problem is None and fingerprint is not None and data.get("fingerprint") != fingerprint:
         return "its manifest has another fingerprint"
+    return problem
+
+
+def naming_problem(manifest: Any, dataset: Path, name: str) -> str | None:
+    """Why a manifest read from the folder `dataset/name` does not name that folder (its
+    `dataset` the dataset folder's name, its `version` the folder's name), or None when it does.
+
+    The one rule for a version's own manifest: a `cp -r v2 v8`, another dataset's version or
+    a trainer's `checkpoints/v1` is no version of this dataset. `seal_problem` (what LATEST,
+    `.index` and a rebuild may follow) also wants the manifest read-only; `curate.owned` (what
+    gc may delete) also wants a fingerprint, and takes an unreadable manifest as not ours.
+    """
+    if not isinstance(manifest, dict):
+        return "its manifest.json is not a curate manifest"
+    said = (manifest.get("dataset"), manifest.get("version"))
+    if said != (dataset.name, name):
+        return (
+            f"its manifest names {str(said[0])!r} {str(said[1])!r}, not {dataset.name!r} {name!r}"
+        )
     return None
 
 
