@@ -23,10 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curate.errors import CurateError
-from curate.sealed import naming_problem
+from curate.sealed import VERSION_NAME, naming_problem
 from curate.store import Store
 
-VERSION_NAME = re.compile(r"^v(\d+)$")
 LINK = "a symbolic link (gc never follows one)"
 # only the names curate gives them: anything else under those prefixes is not ours
 LEFTOVER_NAME = re.compile(r"^(\.staging-[0-9a-f]{20}|\.deleting-v\d+-\d+)$")

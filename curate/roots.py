@@ -18,10 +18,10 @@ from pathlib import Path
 
 from curate.errors import CurateError
 from curate.modes import make_dirs, open_created
+from curate.sealed import VERSION_NAME
 
 MARK = ".curate-root"
 _TEXT = "curate output root: curate writes datasets here (see README, 'Staying in the building')\n"
-_VERSION = re.compile(r"^v\d+$")
 # Everything else curate puts in a dataset folder: bookkeeping, locks, leftovers.
 _OURS = re.compile(
     r"^(LATEST|\.index|\.locks|\.cache|\.publish\.lock|\.gc\.lock|\.lock-[0-9a-f]+"
@@ -75,6 +75,7 @@ def _is_dataset(path: Path) -> bool:
     except OSError:
         return False
     return all(
-        _OURS.match(name) or (_VERSION.match(name) and (path / name / "manifest.json").is_file())
+        _OURS.match(name)
+        or (VERSION_NAME.match(name) and (path / name / "manifest.json").is_file())
         for name in names
     )

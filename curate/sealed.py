@@ -27,6 +27,7 @@ from typing import Any
 from curate.errors import CurateError
 from curate.paths import inside
 
+# the only names curate gives versions (ASCII digits); store, gc and roots use this one too
 VERSION_NAME = re.compile(r"^v[0-9]+$")
 
 

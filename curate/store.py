@@ -32,7 +32,6 @@ from curate.roots import claim
 from curate.sealed import VERSION_NAME, seal_problem
 
 log = logging.getLogger(__name__)
-_VERSION = re.compile(r"^v(\d+)$")
 _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
 
 
@@ -66,7 +65,7 @@ class Store:
         found = [
             p.name
             for p in self.path.iterdir()
-            if _VERSION.match(p.name) and not p.is_symlink() and p.is_dir()
+            if VERSION_NAME.match(p.name) and not p.is_symlink() and p.is_dir()
         ]
         return sorted(found, key=lambda v: int(v[1:]))
 
@@ -157,8 +156,7 @@ class Store:
 
     def next_version(self) -> str:
         """Past every name like a version, links and foreign folders too: never published onto."""
-        taken = [_VERSION.match(p.name) for p in self.path.iterdir()]
-        numbers = [int(m.group(1)) for m in taken if m]
+        numbers = [int(p.name[1:]) for p in self.path.iterdir() if VERSION_NAME.match(p.name)]
         return f"v{max(numbers, default=0) + 1}"
 
     @contextlib.contextmanager
