@@ -119,3 +119,15 @@ def test_run_does_not_return_a_version_a_planted_index_entry_names(
     again = curate.run(write_recipe(project))
     assert again.path.parent == dataset and again.path.name != "v9"
     assert again.manifest["fingerprint"] == version.fingerprint
+
+
+@pytest.mark.parametrize("spelling", [".", "./", "v1/.."])
+def test_a_dataset_folder_named_as_dot_follows_its_latest(
+    version: curate.Version, monkeypatch: pytest.MonkeyPatch, spelling: str
+) -> None:
+    """`curate.open('.')` or `curate show .` from inside a dataset folder: the folder's
+    name is its real one, not the '' or '..' a spelling of it ends with."""
+    monkeypatch.chdir(version.path.parent)
+    assert curate.open(spelling).path.resolve() == version.path.resolve()
+    result = CliRunner().invoke(main, ["show", spelling])
+    assert result.exit_code == 0, result.output
