@@ -33,6 +33,7 @@ VERSION_NAME = re.compile(r"^v[0-9]+$")
 
 def seal_problem(dataset: Path, name: str, fingerprint: str | None = None) -> str | None:
     """Why `dataset/name` is not a sealed version of `dataset`, or None when it is one."""
+    dataset = Path(os.path.abspath(dataset))  # '.', './' or 'v1/..' name the folder too
     if not VERSION_NAME.match(name):
         return "not a version name (v1, v2, ...)"
     folder = dataset / name
