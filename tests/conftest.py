@@ -1,8 +1,10 @@
-"""Shared fixtures: small corpora written to tmp folders, and recipes pointing at them."""
+"""Shared fixtures: small corpora written to tmp folders, recipes pointing at them, and the
+chmods and bit flips that damage a published version as a user or a disk would."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,29 @@ def corpus(n: int, *, dup_every: int = 5, prefix: str = "d") -> list[dict[str, A
             )
         out.append({"id": f"{prefix}{i}", "text": text})
     return out
+
+
+def writable(folder: Path) -> None:
+    """A published (read-only) version made writable, so a test can damage it; links are left
+    as they are (chmod would change what they lead to)."""
+    for p in [folder, *folder.rglob("*")]:
+        if not p.is_symlink():
+            os.chmod(p, 0o750 if p.is_dir() else 0o640)
+
+
+def sealed(folder: Path) -> None:
+    """Read-only again, as curate publishes it: only the damage differs from a real version."""
+    for p in [*folder.rglob("*"), folder]:
+        if not p.is_symlink():
+            os.chmod(p, 0o550 if p.is_dir() else 0o440)
+
+
+def flip_byte(path: Path, at: int | None = None) -> None:
+    """Flip one bit of a file (its middle byte unless `at` says), keeping its size: damage only a
+    hash sees."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2 if at is None else at] ^= 0x01
+    path.write_bytes(bytes(data))
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ pyarrow error.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from click.testing import CliRunner
-from conftest import write_recipe
+from conftest import flip_byte, sealed, writable, write_recipe
 
 import curate
 from curate.cli import main
@@ -29,18 +28,6 @@ def version(project: Path) -> curate.Version:
     v = curate.run(write_recipe(project, output={"root": "out", "fsync": False, "shard_size": 600}))
     assert len(v.manifest["shards"]) > 1
     return v
-
-
-def writable(path: Path) -> None:
-    for p in [path, *path.rglob("*")]:
-        os.chmod(p, 0o750 if p.is_dir() else 0o640)
-
-
-def sealed(path: Path) -> None:
-    """Read-only again, as curate publishes it: only the damage differs from a real version."""
-    for p in [*path.rglob("*"), path]:
-        if not p.is_symlink():
-            os.chmod(p, 0o550 if p.is_dir() else 0o440)
 
 
 def readers(path: Path) -> list[Callable[[], Any]]:
@@ -123,10 +110,7 @@ def test_manifest_path_outside_the_version_is_refused(version: curate.Version) -
 
 def test_flipped_byte_passes_the_cheap_check_and_fails_verify(version: curate.Version) -> None:
     writable(version.path)
-    path = version.shard_paths[0]
-    data = bytearray(path.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    path.write_bytes(bytes(data))
+    flip_byte(version.shard_paths[0])
     sealed(version.path)
     assert curate.open(version.path.parent).path == version.path  # one stat per file: same size
     result = CliRunner().invoke(main, ["verify", str(version.path.parent)])

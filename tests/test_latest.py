@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_recipe
+from conftest import sealed, writable, write_recipe
 
 import curate
 from curate.cli import main
@@ -26,17 +26,15 @@ def version(project: Path) -> curate.Version:
     return curate.run(write_recipe(project))
 
 
-def plant(original: Path, where: Path, *, sealed: bool = True, **changes: str) -> Path:
-    """A copy of a version at `where`, its manifest changed, read-only unless `sealed=False`."""
+def plant(original: Path, where: Path, *, read_only: bool = True, **changes: str) -> Path:
+    """A copy of a version at `where`, its manifest changed, read-only unless `read_only=False`."""
     shutil.copytree(original, where)
-    for p in [where, *where.rglob("*")]:
-        p.chmod(0o750 if p.is_dir() else 0o640)
+    writable(where)
     m = json.loads((where / "manifest.json").read_text())
     m.update(changes)
     (where / "manifest.json").write_text(json.dumps(m))
-    if sealed:
-        for p in [*where.rglob("*"), where]:
-            p.chmod(0o550 if p.is_dir() else 0o440)
+    if read_only:
+        sealed(where)
     return where
 
 
@@ -57,7 +55,7 @@ def planted(kind: str, version: curate.Version, tmp_path: Path) -> str:
         (dataset / "v9" / "shards").mkdir(parents=True)
         (dataset / "v9" / "state.json").write_text("{}")
     elif kind == "writable":
-        plant(version.path, dataset / "v9", sealed=False, version="v9")
+        plant(version.path, dataset / "v9", read_only=False, version="v9")
     elif kind == "other-dataset":
         plant(version.path, dataset / "v9", dataset="other", version="v9")
     elif kind == "other-version":

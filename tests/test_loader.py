@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import REPO, corpus, write_jsonl, write_recipe
+from conftest import REPO, corpus, sealed, writable, write_jsonl, write_recipe
 
 import curate
 from curate.errors import CurateError
@@ -175,41 +175,29 @@ def test_a_tiktoken_ranks_file_with_its_pattern_is_recognised(tmp_path: Path) ->
         open_tokens(version.path.parent, tokenizer=other)
 
 
-def seal(path: Path) -> None:
-    """Read-only again, as curate publishes it: only the damage differs from a real version."""
-    import os
-
-    for p in [*path.rglob("*"), path]:
-        os.chmod(p, 0o550 if p.is_dir() else 0o440)
-
-
 def test_damaged_shards_are_refused_by_name(tmp_path: Path) -> None:
     """A shard replaced by a shorter valid one served part of the tokens; a missing one gave a
     raw pyarrow error. Both are named now, before any token is read."""
-    import os
-
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(200, dup_every=0))
     stages = [{"tokenize": {"source": str(TOKENIZER)}}]
     output = {"root": "out", "fsync": False, "shard_size": 1}  # a shard per batch
     version = curate.run(write_recipe(tmp_path, stages=stages, output=output, batch_size=3000))
     records = version.manifest["shards"]
     assert len(records) >= 3
-    for p in [version.path, *version.path.rglob("*")]:
-        os.chmod(p, 0o750 if p.is_dir() else 0o640)
+    writable(version.path)
     short = version.path / records[0]["path"]
     original = short.read_bytes()
     table = pa.ipc.open_stream(original).read_all()
     with pa.ipc.new_stream(str(short), table.schema) as writer:
         writer.write_table(table.slice(0, max(1, table.num_rows // 3)))
-    seal(version.path)
+    sealed(version.path)
     with pytest.raises(CurateError, match=f"{records[0]['path']}: size .*, manifest says"):
         open_tokens(version.path.parent, tokenizer=TOKENIZER).blocks(16)
-    for p in [version.path, *version.path.rglob("*")]:
-        os.chmod(p, 0o750 if p.is_dir() else 0o640)
+    writable(version.path)
     short.write_bytes(original)
     missing = records[1]["path"]
     (version.path / missing).unlink()
-    seal(version.path)
+    sealed(version.path)
     with pytest.raises(CurateError, match=f"{missing}: missing"):
         open_tokens(version.path).blocks(16)
 

@@ -8,7 +8,7 @@ import os
 import time
 from pathlib import Path
 
-from conftest import corpus, write_jsonl, write_recipe
+from conftest import corpus, flip_byte, sealed, writable, write_jsonl, write_recipe
 
 import curate
 
@@ -18,17 +18,23 @@ def _prepare(recipe: str, queue: multiprocessing.Queue) -> None:  # type: ignore
     queue.put((str(v.path), v.up_to_date))
 
 
-def test_concurrent_callers_get_one_build(tmp_path: Path) -> None:
-    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3000))
-    recipe = str(write_recipe(tmp_path))
+def _prepare_at_once(recipe: str, callers: int = 4) -> list[tuple[str, bool]]:
+    """(version path, up to date) from each of `callers` processes calling prepare() at once,
+    as the ranks of one training job do."""
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    procs = [ctx.Process(target=_prepare, args=(recipe, queue)) for _ in range(4)]
+    procs = [ctx.Process(target=_prepare, args=(recipe, queue)) for _ in range(callers)]
     for p in procs:
         p.start()
     results = [queue.get(timeout=300) for _ in procs]
     for p in procs:
         p.join(timeout=60)
+    return results
+
+
+def test_concurrent_callers_get_one_build(tmp_path: Path) -> None:
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3000))
+    results = _prepare_at_once(str(write_recipe(tmp_path)))
     paths = {path for path, _ in results}
     assert len(paths) == 1  # everybody got the same version
     assert sum(1 for _, up_to_date in results if not up_to_date) == 1  # exactly one built it
@@ -68,17 +74,6 @@ def test_content_identity_ignores_touch_and_catches_edits(tmp_path: Path) -> Non
     assert cache[str(data)]["hash"] == v2.manifest["inputs"][0]["content_hash"]
 
 
-def _writable(path: Path) -> None:
-    for p in [path, *path.rglob("*")]:
-        os.chmod(p, 0o750 if p.is_dir() else 0o640)
-
-
-def _sealed(path: Path) -> None:
-    """Read-only again, as curate publishes it: only the damage differs from a real version."""
-    for p in [*path.rglob("*"), path]:
-        os.chmod(p, 0o550 if p.is_dir() else 0o440)
-
-
 def _files(folder: Path) -> dict[str, bytes]:
     return {
         p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file()
@@ -89,10 +84,10 @@ def test_damaged_version_is_rebuilt_beside_it(tmp_path: Path, caplog) -> None:  
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(500))
     recipe = write_recipe(tmp_path)
     v1 = curate.prepare(recipe)
-    _writable(v1.path)
+    writable(v1.path)
     shard = v1.manifest["shards"][0]["path"]
     (v1.path / shard).unlink()
-    _sealed(v1.path)
+    sealed(v1.path)
     left = _files(v1.path)
     v2 = curate.prepare(recipe)
     assert v2.name == "v2" and not v2.up_to_date and v2.path != v1.path
@@ -110,9 +105,9 @@ def test_version_without_its_manifest_is_rebuilt_and_said(tmp_path: Path) -> Non
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(50))
     recipe = write_recipe(tmp_path)
     v1 = curate.prepare(recipe)
-    _writable(v1.path)
+    writable(v1.path)
     (v1.path / "manifest.json").unlink()
-    _sealed(v1.path)
+    sealed(v1.path)
     v2 = curate.prepare(recipe)
     assert v2.name == "v2" and v2.rebuilt_because == "v1 is damaged (no readable manifest.json)"
 
@@ -125,10 +120,10 @@ def test_cli_run_says_why_it_builds_again(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(50))
     recipe = write_recipe(tmp_path)
     v1 = curate.prepare(recipe)
-    _writable(v1.path)
+    writable(v1.path)
     shard = v1.path / v1.manifest["shards"][0]["path"]
     shard.write_bytes(shard.read_bytes()[:-10])
-    _sealed(v1.path)
+    sealed(v1.path)
     result = CliRunner().invoke(main, ["run", "--quiet", str(recipe)])
     assert result.exit_code == 0, result.output
     size, listed = shard.stat().st_size, v1.manifest["shards"][0]["bytes"]
@@ -145,12 +140,10 @@ def test_full_verify_catches_a_flipped_byte(tmp_path: Path) -> None:
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(50))
     recipe = write_recipe(tmp_path)
     v1 = curate.prepare(recipe)
-    _writable(v1.path)
+    writable(v1.path)
     shard = v1.shard_paths[0]
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    shard.write_bytes(bytes(data))
-    _sealed(v1.path)
+    flip_byte(shard)
+    sealed(v1.path)
     same = curate.prepare(recipe)  # the cheap check sees the same size: by design
     assert same.path == v1.path and same.up_to_date
     assert curate.prepare(recipe, verify="full").path == v1.path.parent / "v2"
@@ -159,12 +152,9 @@ def test_full_verify_catches_a_flipped_byte(tmp_path: Path) -> None:
     assert v2.name == "v2"
     assert curate.run(recipe, verify="full").path == v2.path  # intact: found, not rebuilt
     # the same through the CLI flag, on a fresh damaged copy of the fingerprint's version
-    _writable(v2.path)
-    shard2 = v2.path / rel
-    data = bytearray(shard2.read_bytes())
-    data[0] ^= 0x01
-    shard2.write_bytes(bytes(data))
-    _sealed(v2.path)
+    writable(v2.path)
+    flip_byte(v2.path / rel, at=0)
+    sealed(v2.path)
     result = CliRunner().invoke(main, ["run", "--quiet", "--verify", "full", str(recipe)])
     assert result.exit_code == 0, result.output
     assert f"v2 is damaged ({rel}: sha256 differs" in result.stdout
@@ -181,17 +171,10 @@ def test_concurrent_callers_on_a_damaged_version_get_one_new_version(tmp_path: P
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(3000))
     recipe = str(write_recipe(tmp_path))
     v1 = curate.prepare(recipe)
-    _writable(v1.path)
+    writable(v1.path)
     (v1.path / v1.manifest["shards"][0]["path"]).unlink()
-    _sealed(v1.path)
-    ctx = multiprocessing.get_context("spawn")
-    queue = ctx.Queue()
-    procs = [ctx.Process(target=_prepare, args=(recipe, queue)) for _ in range(4)]
-    for p in procs:
-        p.start()
-    results = [queue.get(timeout=300) for _ in procs]
-    for p in procs:
-        p.join(timeout=60)
+    sealed(v1.path)
+    results = _prepare_at_once(recipe)
     assert {path for path, _ in results} == {str(v1.path.parent / "v2")}
     assert sum(1 for _, up_to_date in results if not up_to_date) == 1  # one rank built it
     names = sorted(p.name for p in v1.path.parent.iterdir() if p.name.startswith("v"))
@@ -203,7 +186,7 @@ def _thousand_shards(tmp_path: Path) -> tuple[Path, curate.Version]:
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(20))
     recipe = write_recipe(tmp_path)
     v1 = curate.prepare(recipe)
-    _writable(v1.path)
+    writable(v1.path)
     manifest = json.loads((v1.path / "manifest.json").read_text())
     first = manifest["shards"][0]
     records = [first]
@@ -213,7 +196,7 @@ def _thousand_shards(tmp_path: Path) -> tuple[Path, curate.Version]:
         records.append({**first, "path": path})
     manifest["shards"] = records
     (v1.path / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    _sealed(v1.path)
+    sealed(v1.path)
     return recipe, v1
 
 
@@ -226,8 +209,8 @@ def test_noop_prepare_of_1000_shards_stats_each_within_50_ms(tmp_path: Path) -> 
         times.append(time.perf_counter() - started)
         assert v.path == v1.path and v.up_to_date
     assert min(times) <= 0.050, times
-    _writable(v1.path)
+    writable(v1.path)
     (v1.path / "shards" / "part-00000-00999.arrow").unlink()  # the last of them is checked too
-    _sealed(v1.path)
+    sealed(v1.path)
     v2 = curate.prepare(recipe)
     assert v2.rebuilt_because == "v1 is damaged (shards/part-00000-00999.arrow: missing)"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import write_recipe
+from conftest import flip_byte, writable, write_recipe
 
 import curate
 from curate.cli import main
@@ -17,11 +17,6 @@ from curate.cli import main
 @pytest.fixture
 def version(project: Path) -> curate.Version:
     return curate.run(write_recipe(project))
-
-
-def writable(path: Path) -> None:
-    for p in [path, *path.rglob("*")]:
-        os.chmod(p, 0o750 if p.is_dir() else 0o640)
 
 
 def check(path: Path) -> tuple[int, str]:
@@ -38,9 +33,7 @@ def test_intact_version_verifies(version: curate.Version) -> None:
 def test_flipped_byte_is_named(version: curate.Version) -> None:
     writable(version.path)
     shard = version.shard_paths[0]
-    data = bytearray(shard.read_bytes())
-    data[len(data) // 2] ^= 0x01
-    shard.write_bytes(bytes(data))
+    flip_byte(shard)
     code, out = check(version.path)
     assert code == 1 and f"{shard.relative_to(version.path).as_posix()}: sha256 differs" in out
 

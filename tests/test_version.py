@@ -9,7 +9,7 @@ import datasets
 import polars as pl
 import pyarrow as pa
 import pytest
-from conftest import write_recipe
+from conftest import writable, write_recipe
 
 import curate
 
@@ -132,8 +132,7 @@ def crafted_copy(original: curate.Version, folder: Path, **changes: object) -> c
     import shutil
 
     shutil.copytree(original.path, folder)
-    for p in [folder, *folder.rglob("*")]:
-        p.chmod(0o750 if p.is_dir() else 0o640)
+    writable(folder)
     m = json.loads((folder / "manifest.json").read_text())
     for key, value in changes.items():
         if key == "first_shard":
