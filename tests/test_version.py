@@ -267,3 +267,30 @@ def test_dataset_dict_json_cannot_name_a_split_outside_the_version(
     assert str(exc.value).startswith(f"{copy.path / 'dataset_dict.json'}: splits[2] ")
     result = CliRunner().invoke(main, ["verify", str(copy.path)])
     assert result.exit_code == 1 and "dataset_dict.json: names other splits" in result.stderr
+
+
+@pytest.mark.parametrize("change", ["twice", "extra", "dropped"])
+def test_to_dataset_serves_only_the_manifests_shards(
+    version: curate.Version, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    """state.json tells `datasets` which files to load: one listing a shard twice served its
+    rows twice (open() and the size check pass), one listing a file the manifest does not
+    raised a raw FileNotFoundError from the view; both must be refused by name, as verify does."""
+    import json
+    import shutil
+
+    monkeypatch.setenv("CURATE_CACHE", str(tmp_path / "cache"))
+    crafted = crafted_copy(version, tmp_path / "crafted" / "v1")
+    state = crafted.path / "state.json"
+    data = json.loads(state.read_text())
+    first = data["_data_files"][0]["filename"]
+    if change == "twice":
+        data["_data_files"].append({"filename": first})
+    elif change == "extra":
+        shutil.copy(crafted.path / first, crafted.path / "shards" / "extra.arrow")
+        data["_data_files"].append({"filename": "shards/extra.arrow"})
+    else:
+        data["_data_files"] = []
+    state.write_text(json.dumps(data))
+    with pytest.raises(curate.CurateError, match="lists other files than the manifest's shards"):
+        curate.Version(crafted.path).to_dataset()
