@@ -61,10 +61,14 @@ def _links(version: Version) -> dict[str, Path]:
         links[name] = inside(version.path, name, source=manifest, field="splits")
     if version.splits:
         _check_dict(version.path, version.splits)
+    shards = [s for s in version.manifest["shards"] if isinstance(s, dict)]
     for split in version.splits:
-        _check_state(version.path / split)
+        want = [
+            str(s.get("path")).removeprefix(f"{split}/") for s in shards if s.get("split") == split
+        ]
+        _check_state(version.path / split, want)
     if not version.splits:
-        _check_state(version.path)
+        _check_state(version.path, [str(s.get("path")) for s in shards])
     return links
 
 
@@ -90,8 +94,9 @@ def _check_dict(folder: Path, splits: list[str]) -> None:
             )
 
 
-def _check_state(folder: Path) -> None:
-    """The files a state.json makes `datasets` read stay inside its folder."""
+def _check_state(folder: Path, want: list[str]) -> None:
+    """The files a state.json makes `datasets` read stay inside its folder and are the
+    manifest's shards, in order: a shard listed twice would be served twice."""
     path = folder / "state.json"
     try:
         files = [entry["filename"] for entry in json.loads(path.read_text())["_data_files"]]
@@ -102,3 +107,8 @@ def _check_state(folder: Path) -> None:
         ) from None
     for i, name in enumerate(files):
         inside(folder, name, source=path, field=f"_data_files[{i}].filename")
+    if files != want:
+        raise CurateError(
+            f"{path}: lists other files than the manifest's shards; "
+            "`curate verify` checks the version"
+        )
