@@ -369,3 +369,30 @@ def test_a_reader_opening_a_version_gc_is_removing_gets_an_error_not_an_empty_fo
     reader.join(timeout=60)
     assert len(outcome) == 1 and isinstance(outcome[0], CurateError), outcome
     assert "removed" in str(outcome[0])
+
+
+def test_a_manifest_that_is_a_fifo_is_not_ours_and_does_not_hang_gc_or_log(
+    project: Path,
+) -> None:
+    """Anyone who may write a shared root can plant `v9/manifest.json` as a named pipe: opening
+    it to read waits for a writer forever, so `curate log` and `curate gc` hung on it."""
+    build(project, 2)
+    dataset = project / "out" / "t"
+    (dataset / "v9").mkdir()
+    os.mkfifo(dataset / "v9" / "manifest.json")
+    for args in (["log", str(dataset)], ["gc", str(dataset), "--keep", "1"]):
+        try:
+            done = subprocess.run(
+                [sys.executable, "-m", "curate.cli", *args],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except subprocess.TimeoutExpired:
+            raise AssertionError(
+                f"curate {args[0]} hung on a manifest.json that is a FIFO"
+            ) from None
+        assert "v9" in done.stdout and "not a regular file" in done.stdout, (
+            done.stdout + done.stderr
+        )
+    assert (dataset / "v9" / "manifest.json").exists() and (dataset / "v2").is_dir()
