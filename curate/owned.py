@@ -9,7 +9,7 @@
   are not ours: they are reported and left alone;
 - leftovers: a run's `.staging-*` (live while the run holds its build lock) and a removal
   gc did not finish (`.deleting-*`).
-Nothing here follows a symbolic link, writes or creates a file.
+Nothing here follows a symbolic link, waits on a named pipe, writes or creates a file.
 """
 
 from __future__ import annotations
@@ -123,12 +123,16 @@ def _read_entry(dataset: Path, name: str) -> Entry:
         return Entry(name, why=f"cannot be opened ({exc.strerror})")
     try:
         try:
-            mfd = os.open("manifest.json", os.O_RDONLY | os.O_NOFOLLOW, dir_fd=fd)
+            # non-blocking: a named pipe planted as manifest.json would wait for a writer forever
+            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+            mfd = os.open("manifest.json", flags, dir_fd=fd)
         except FileNotFoundError:
             return Entry(name, why="not a curate version (no manifest.json)")
         except OSError as exc:
             return Entry(name, why=f"manifest.json cannot be read ({exc.strerror})")
         with os.fdopen(mfd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(mfd).st_mode):
+                return Entry(name, why="its manifest.json is not a regular file")
             try:
                 manifest = json.loads(f.read())
             except (OSError, ValueError):
