@@ -13,6 +13,10 @@ path, a folder planted without a manifest, a writable copy) is refused by name.
 an older version: a trainer must not silently train on other data than the newest
 version, and an "older valid version" may itself have been planted. Naming a version
 explicitly (`curate.open(folder, "v3")`) still works after checking it.
+
+This module also holds what every reader of a dataset folder shares: the one pattern of a
+version's name (`VERSION_NAME`, used by store, roots and gc) and the rule that a version's
+manifest names its own folder (`naming_problem`, which gc's `curate.owned` applies too).
 """
 
 from __future__ import annotations
