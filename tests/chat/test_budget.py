@@ -66,6 +66,9 @@ HOSTILE = {
         "{% set ns.x = ns.x * ns.x %}{% endfor %}{{ ns.x }}",
         "integer_size",
     ),
+    # textwrap splits its text into a list of chunks, a Python loop over them: ten seconds
+    # and a gigabyte for two megabytes of 'a ', within the output's size
+    "wordwrap_chunks": ("{{ ('a ' * 1000000)|wordwrap(1) }}", "sequence_size"),
     "deep_nesting": (
         "{% set ns = namespace(x=1) %}{% for i in range(100000) %}"
         "{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}",
