@@ -291,6 +291,10 @@ def _f_wordwrap(budget: Budget, args: Args, kwargs: Kwargs) -> Args:
         budget.chars(width)
         s = args[0]
         b.check_lines(budget, s, len(wrap or "\n") * (1 + len(s) // max(1, width)))
+        # textwrap first splits the text into a list of chunks (each word, each run of
+        # spaces, each hyphenated part), then loops over them in Python: at most two per
+        # separator, counted without building anything
+        budget.items(2 * sum(s.count(c) for c in " \t\n\r\x0b\x0c-") + 1)
     return args
 
 
