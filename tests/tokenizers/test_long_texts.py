@@ -30,10 +30,10 @@ DOCUMENTS = [" ".join(STRINGS[i : i + 300]) for i in range(0, 3000, 300)] + [
 ]
 
 
-def whole_and_pieces(source: Path) -> tuple[object, object, int]:
+def whole_and_pieces(source: Path, drop_space: bool = False) -> tuple[object, object, int]:
     enc = load_encoder(resolve_source(str(source), str(REPO), "auto"), warm=True)
     whole = enc._encode(DOCUMENTS)  # type: ignore[attr-defined]
-    pieces = encode_in_pieces(enc._encode, DOCUMENTS, size=64)  # type: ignore[attr-defined]
+    pieces = encode_in_pieces(enc._encode, DOCUMENTS, size=64, drop_space=drop_space)  # type: ignore[attr-defined]
     cuts = sum(len(cut_points(d, 64)) for d in DOCUMENTS)
     return whole, pieces, cuts
 
@@ -57,6 +57,26 @@ def test_tekken_in_pieces_equals_whole(tmp_path: Path, name: str) -> None:
     enc = load_encoder(resolve_source(str(tmp_path / "tekken.json"), "", "auto"))
     assert enc._cuts  # type: ignore[attr-defined]
     assert_same(*whole_and_pieces(tmp_path / "tekken.json"))
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "tokenizer.model.v1",
+        "mistral_instruct_tokenizer_240216.model.v2",
+        "mistral_instruct_tokenizer_240323.model.v3",
+        "mistral_instruct_tokenizer_241114.model.v7",
+    ],
+)
+def test_sentencepiece_in_pieces_equals_whole(tmp_path: Path, name: str) -> None:
+    """Each piece after a cut without its space: the dummy prefix puts it back."""
+    shutil.copyfile(mistral_data() / name, tmp_path / "tokenizer.model")
+    enc = load_encoder(resolve_source(str(tmp_path / "tokenizer.model"), "", "auto"))
+    assert enc._cuts  # type: ignore[attr-defined]
+    assert_same(*whole_and_pieces(tmp_path / "tokenizer.model", drop_space=True))
+    # kept, the space would be a token of its own: the reason it is dropped
+    whole, kept, _ = whole_and_pieces(tmp_path / "tokenizer.model")
+    assert not np.array_equal(whole[1], kept[1])  # type: ignore[index]
 
 
 def test_what_could_see_across_a_cut_is_never_cut() -> None:
