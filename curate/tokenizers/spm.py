@@ -14,11 +14,13 @@ from typing import Any
 import numpy as np
 
 from curate.tokenizers.encoders import Encoder, ModelDefaults, config_defaults
+from curate.tokenizers.long_texts import encode_in_pieces, spm_cuts_safely
 
 
 @dataclass
 class SentencePieceEncoder(Encoder):
     _sp: Any = None
+    _cuts: bool = False  # long texts in pieces (curate.tokenizers.long_texts)
 
     @classmethod
     def load(cls, source: Any, threads: int) -> SentencePieceEncoder:
@@ -43,11 +45,17 @@ class SentencePieceEncoder(Encoder):
             vocab_size=n,
             special=special,
             _sp=sp,
+            _cuts=spm_cuts_safely(source.main.read_bytes()),
         )
         enc.defaults = config_defaults(source, fallback)
         return enc
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        if self._cuts:
+            return encode_in_pieces(self._encode, texts, drop_space=True)
+        return self._encode(texts)
+
+    def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if not texts:
             return np.empty(0, np.uint32), np.empty(0, np.int64)
         arrays = self._sp.encode(
