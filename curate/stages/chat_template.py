@@ -269,6 +269,8 @@ class ChatTemplate(MapStage):
                 f"({exc.which}) on a two-message conversation; every record would be; see "
                 "curate.chat.budget for the limits"
             ) from None
+        except CurateError:  # a rendering past the clock: the run fails as it would later
+            raise
         except Exception:  # a template may refuse this conversation (raise_exception)
             pass
 
