@@ -157,6 +157,29 @@ def test_gc_never_follows_a_symlink(
     assert tree(other / "out" / "theirs") == theirs
 
 
+def test_gc_and_readers_never_follow_a_symlinked_locks_folder(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The read locks live in `.locks/`: a `.locks` planted as a link out of the dataset made
+    gc lock and then unlink `<version>.lock` files in the folder it leads to (someone's own
+    files), and readers create their locks there."""
+    build(project, 3)
+    dataset = project / "out" / "t"
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    for name in ("v1.lock", "v2.lock", "v3.lock"):
+        (elsewhere / name).write_text("not curate's\n")
+    shutil.rmtree(dataset / ".locks", ignore_errors=True)
+    (dataset / ".locks").symlink_to(elsewhere)
+    mine = tree(elsewhere)
+    reader = curate.open(dataset, "v3").hold()
+    result = gc(dataset, "--keep", "1")
+    assert result.exit_code == 1, result.output
+    assert "removed" not in result.stdout and "symbolic link" in result.stdout
+    assert tree(elsewhere) == mine
+    assert sorted(p.name for p in dataset.iterdir() if p.name.startswith("v")) == ["v1", "v2", "v3"]
+    reader.release()
+
+
 def rename_dataset(src: Path, dst: Path) -> None:
     """A dataset folder copied under another name, its manifests saying so (as a recipe named
     like the folder would have made it)."""
