@@ -17,6 +17,7 @@ replaced atomically, so a reader never sees a half-written version.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -33,6 +34,16 @@ from curate.sealed import VERSION_NAME, seal_problem
 
 log = logging.getLogger(__name__)
 _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
+
+
+def locks_folder(dataset: Path) -> Path:
+    """The dataset folder's `.locks/`, which must not be a symbolic link: gc locks and then
+    unlinks `<version>.lock` in it, and readers create their locks there. An OSError
+    otherwise, which gc reports as a failure and a reader as no lock taken."""
+    folder = Path(dataset) / ".locks"
+    if folder.is_symlink():
+        raise OSError(errno.ELOOP, ".locks is a symbolic link (gc never follows one)", str(folder))
+    return folder
 
 
 def write_atomic(path: Path, text: str, *, mode: int = 0o640, fsync: bool = True) -> None:
@@ -231,7 +242,9 @@ class Store:
 
     # -- readers' locks (curate.gc deletes versions) ------------------------------------
     def read_lock_path(self, version: str) -> Path:
-        return self.path / ".locks" / f"{version}.lock"
+        """Where version's read lock lives; an OSError when `.locks` is a symbolic link (gc
+        would lock and unlink `<version>.lock` wherever it leads)."""
+        return locks_folder(self.path) / f"{version}.lock"
 
     @contextlib.contextmanager
     def try_exclusive(self, path: Path) -> Iterator[bool]:

@@ -30,6 +30,7 @@ from curate.io.shards import read_stream
 from curate.modes import make_dirs, modes_of, open_created
 from curate.paths import inside
 from curate.sizes import format_size
+from curate.store import locks_folder
 
 if TYPE_CHECKING:
     import datasets
@@ -62,8 +63,8 @@ class Version:
         """Take a shared read lock on this version, so `curate gc` leaves it alone while this
         object lives (or until `release()`). Returns the version, for chaining."""
         if self._lock_fd is None:
-            lock = self.path.parent / ".locks" / f"{self.path.name}.lock"
             try:  # the dataset folder's modes: a reader knows no recipe
+                lock = locks_folder(self.path.parent) / f"{self.path.name}.lock"
                 dir_mode, file_mode = modes_of(self.path.parent)
                 make_dirs(lock.parent, dir_mode)
                 fd = open_created(lock, file_mode)
