@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -161,3 +162,23 @@ def test_every_folder_and_file_under_the_root_has_the_recipes_modes(
         if mode not in allowed:
             wrong.append(f"{path.relative_to(project)} {oct(mode)}")
     assert not wrong
+
+
+def test_the_content_hash_cache_is_never_read_or_written_through_a_link(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A dataset folder's `.cache` planted as a link out of it made a run read a hash cache
+    from there and replace the `input-hashes.json` it found (someone's file, now 0640)."""
+    import curate
+
+    dataset = curate.run(write_recipe(project, input_identity="content")).path.parent
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "input-hashes.json").write_text('{"theirs": 1}\n')
+    (elsewhere / "input-hashes.json").chmod(0o644)
+    shutil.rmtree(dataset / ".cache")
+    (dataset / ".cache").symlink_to(elsewhere)
+    with pytest.raises(curate.CurateError, match=r"\.cache is a symbolic link"):
+        curate.run(write_recipe(project, input_identity="content", stages=[]))
+    assert (elsewhere / "input-hashes.json").read_text() == '{"theirs": 1}\n'
+    assert stat.S_IMODE((elsewhere / "input-hashes.json").stat().st_mode) == 0o644
+    assert [p.name for p in elsewhere.iterdir()] == ["input-hashes.json"]
