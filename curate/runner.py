@@ -86,7 +86,7 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None, verify: str)
     )
     hashes = None
     if recipe.input_identity == "content":
-        cache = store.path / ".cache" / "input-hashes.json"
+        cache = store.own_file(".cache", "input-hashes.json")
         hashes = cached_content_hashes(cache, files, store.save)
     fp = fingerprint(recipe, files, stages, hashes)
     found, _ = published(store, fp, verify)

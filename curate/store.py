@@ -129,6 +129,20 @@ class Store:
     def _mkdir(self, path: Path) -> None:
         make_dirs(path, self.dir_mode)
 
+    def own_file(self, *parts: str) -> Path:
+        """The path of a file of curate's own under the dataset folder (`.cache/...`); a
+        CurateError when a folder or file on the way is a symbolic link, which would make
+        curate read and replace files wherever it leads."""
+        path = self.path
+        for part in parts:
+            path = path / part
+            if path.is_symlink():
+                raise CurateError(
+                    f"{shown(path)} is a symbolic link; curate reads and writes its own files "
+                    "only inside the dataset folder: remove the link"
+                )
+        return path
+
     def save(self, path: Path, text: str) -> None:
         """Write a file of curate's own under the dataset folder (the content-hash cache),
         creating the folders on the way, everything with the recipe's modes."""
