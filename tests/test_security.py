@@ -182,3 +182,27 @@ def test_the_content_hash_cache_is_never_read_or_written_through_a_link(
     assert (elsewhere / "input-hashes.json").read_text() == '{"theirs": 1}\n'
     assert stat.S_IMODE((elsewhere / "input-hashes.json").stat().st_mode) == 0o644
     assert [p.name for p in elsewhere.iterdir()] == ["input-hashes.json"]
+
+
+def test_a_run_never_stages_through_a_link(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """A `.staging-<fingerprint>` planted as a link out of the dataset folder made the run
+    write its partitions where it leads (and resume from what it found there)."""
+    import curate
+
+    recipe = write_recipe(project)
+    version = curate.run(recipe)
+    version.release()
+    dataset, fp = version.path.parent, version.fingerprint
+    for p in [version.path, *version.path.rglob("*")]:
+        p.chmod(0o750 if p.is_dir() else 0o640)
+    shutil.rmtree(version.path)
+    shutil.rmtree(dataset / ".index")
+    (dataset / "LATEST").unlink()
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    (elsewhere / "keep.txt").write_text("theirs\n")
+    (dataset / f".staging-{fp[:20]}").symlink_to(elsewhere)
+    with pytest.raises(curate.CurateError, match=rf"\.staging-{fp[:20]} is a symbolic link"):
+        curate.run(recipe)
+    assert [p.name for p in elsewhere.iterdir()] == ["keep.txt"]
