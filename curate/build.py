@@ -161,7 +161,7 @@ class Build:
         fields = FieldSpec(r.text_field, r.id_field, r.keep_fields(), chat=r.chat)
         segments = make_plan(self.stages)
         position = {id(s): i for i, s in enumerate(self.stages)}
-        staging = self.store.staging(self.fingerprint)
+        staging = self.store.own_file(self.store.staging(self.fingerprint).name)  # not a link
         input_watch.drop_stale_staging(staging, self.files)  # read from inputs as they were
         staging.mkdir(exist_ok=True)
         return Job(

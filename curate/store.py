@@ -130,9 +130,9 @@ class Store:
         make_dirs(path, self.dir_mode)
 
     def own_file(self, *parts: str) -> Path:
-        """The path of a file of curate's own under the dataset folder (`.cache/...`); a
-        CurateError when a folder or file on the way is a symbolic link, which would make
-        curate read and replace files wherever it leads."""
+        """The path of a file or folder of curate's own under the dataset folder (`.cache/...`,
+        `.staging-*`); a CurateError when it or a folder on the way is a symbolic link, which
+        would make curate read and write files wherever it leads."""
         path = self.path
         for part in parts:
             path = path / part
