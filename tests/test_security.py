@@ -206,3 +206,34 @@ def test_a_run_never_stages_through_a_link(
     with pytest.raises(curate.CurateError, match=rf"\.staging-{fp[:20]} is a symbolic link"):
         curate.run(recipe)
     assert [p.name for p in elsewhere.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize("lock", [".publish.lock", "build"])
+def test_a_run_never_truncates_a_file_a_lock_link_leads_to(
+    project: Path, tmp_path_factory: pytest.TempPathFactory, lock: str
+) -> None:
+    """A run's locks are truncated and stamped with its pid: one planted as a link to
+    someone's file emptied that file."""
+    import curate
+
+    first = curate.run(write_recipe(project))
+    first.release()
+    dataset = first.path.parent
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    theirs = elsewhere / "important.txt"
+    theirs.write_text("theirs\n")
+    if lock == "build":  # the next recipe's build lock, named by its fingerprint
+        other = curate.run(write_recipe(project, stages=[]))
+        other.release()
+        name = f".lock-{other.fingerprint[:20]}"
+        for p in [other.path, *other.path.rglob("*")]:
+            p.chmod(0o750 if p.is_dir() else 0o640)
+        shutil.rmtree(other.path)
+        shutil.rmtree(dataset / ".index")
+    else:
+        name = lock
+    (dataset / name).unlink()
+    (dataset / name).symlink_to(theirs)
+    with pytest.raises(curate.CurateError, match="symbolic link"):
+        curate.run(write_recipe(project, stages=[]))
+    assert theirs.read_text() == "theirs\n"
