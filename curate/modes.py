@@ -34,7 +34,9 @@ def make_dirs(path: Path, mode: int) -> None:
 
 def open_created(path: Path, mode: int, flags: int = os.O_RDWR) -> int:
     """A descriptor on `path`, created with exactly `mode` if it did not exist (an existing
-    file keeps its mode: it may be another user's)."""
+    file keeps its mode: it may be another user's). Never through a symbolic link (ELOOP):
+    curate's locks are truncated and written, which must not reach a file a link leads to."""
+    flags |= os.O_NOFOLLOW
     try:
         fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, mode)
     except FileExistsError:

@@ -169,6 +169,8 @@ class Store:
             fd = open_created(path, self.file_mode)
         except OSError as exc:  # the first file a build writes: an output folder it cannot use
             message = f"cannot write in output folder {shown(path.parent)}: {exc.strerror}"
+            if exc.errno == errno.ELOOP:
+                message = f"{shown(path)} is a symbolic link; curate never follows one: remove it"
             raise CurateError(message, at=("output", "root")) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
