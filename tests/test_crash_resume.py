@@ -215,3 +215,30 @@ def test_gc_killed_at_random_moments_never_leaves_a_half_deleted_version(tmp_pat
         assert not list(dataset.glob(".deleting-*")), trial
         assert store.versions() == [store.latest()], trial
     print("\n" + "\n".join(rows))
+
+
+@pytest.mark.parametrize("path", ["../outside-00000-00000.arrow", "{abs}", "pass-0/../../x.arrow"])
+def test_a_staged_record_naming_a_file_outside_the_staging_is_not_resumed(
+    tmp_path: Path, path: str
+) -> None:
+    """A resumed run moves the files its staged records name into the version: a record
+    (planted in a shared dataset folder) naming `../x` with that file's size moved a file
+    from outside the dataset into the published version."""
+    from curate.engines.tasks import files_intact
+
+    staging = tmp_path / "dataset" / ".staging-0123456789abcdef0123"
+    (staging / "pass-0").mkdir(parents=True)
+    outside = tmp_path / "dataset" / "outside-00000-00000.arrow"
+    outside.write_bytes(b"x" * 896)
+    (tmp_path / "dataset" / "x.arrow").write_bytes(b"x" * 896)
+    (staging / "pass-0" / "rejected-00000-00000.arrow").write_bytes(b"x" * 896)
+    path = path.format(abs=outside)
+    files = {
+        "shards": [],
+        "quarantine": [],
+        "segments": [],
+        "rejected": [{"path": path, "bytes": 896}],
+    }
+    assert files_intact(staging, files) is False
+    files["rejected"][0]["path"] = "pass-0/rejected-00000-00000.arrow"
+    assert files_intact(staging, files) is True
