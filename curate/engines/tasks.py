@@ -36,6 +36,7 @@ from curate.io.partitions import Partition
 from curate.io.readers import read_partition
 from curate.io.shards import read_stream, write_table
 from curate.io.splits import SplitSpec
+from curate.paths import escape
 from curate.phases import mark
 from curate.quarantine_limits import check_partition, tally
 from curate.stages.base import (
@@ -374,10 +375,14 @@ class PartitionRun:
 
 
 def files_intact(staging: Path, files: dict[str, Any]) -> bool:
-    """Every file a record or checkpoint names exists with the size it had when completed."""
+    """Every file a record or checkpoint names is inside the staging folder (the run moves
+    them into the version: never a file from elsewhere) and has the size it had when
+    completed."""
     listed = [*files["shards"], *files["rejected"], *files["quarantine"]]
     listed += [part for seg in files["segments"] for part in (seg["data"], seg["summary"])]
     for info in listed:
+        if escape(staging, info["path"]) is not None:
+            return False
         path = staging / info["path"]
         if not path.is_file() or path.stat().st_size != info["bytes"]:
             return False
