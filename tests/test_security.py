@@ -237,3 +237,19 @@ def test_a_run_never_truncates_a_file_a_lock_link_leads_to(
     with pytest.raises(curate.CurateError, match="symbolic link"):
         curate.run(write_recipe(project, stages=[]))
     assert theirs.read_text() == "theirs\n"
+
+
+def test_a_run_never_files_its_index_entry_through_a_link(
+    project: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """`.index` planted as a link out of the dataset folder made publishing write its entry
+    (a file named by the fingerprint) wherever the link leads."""
+    import curate
+
+    dataset = curate.run(write_recipe(project)).path.parent
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    shutil.rmtree(dataset / ".index")
+    (dataset / ".index").symlink_to(elsewhere)
+    with pytest.raises(curate.CurateError, match=r"\.index is a symbolic link"):
+        curate.run(write_recipe(project, stages=[]))
+    assert list(elsewhere.iterdir()) == []
