@@ -243,7 +243,7 @@ class Store:
         _seal(folder, read_only_dir, read_only_file)
         if fsync:
             fsync_dir(folder)
-        index = self.path / ".index"
+        index = self.own_file(".index")  # never a link out of the dataset folder
         self._mkdir(index)
         # The index entry first: it means nothing until the folder exists, and once the folder
         # appears a crash cannot leave it unfindable (LATEST is repaired at the next publish).
