@@ -26,7 +26,7 @@ from curate.io.batches import TEXT, FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.readers import check_inputs
 from curate.recipe import Recipe
-from curate.sealed import seal_problem
+from curate.sealed import sealed_manifest
 from curate.stages.base import Stage, StageContext
 from curate.store import Store
 from curate.version import Version
@@ -146,10 +146,10 @@ def published(store: Store, fp: str, verify: str) -> tuple[Version | None, str |
     name = store.indexed(fp)
     if name is None:
         return None, None
-    problem = seal_problem(store.path, name, fp)  # a planted or unsealed folder, no manifest
+    manifest, problem = sealed_manifest(store.path, name, fp)  # planted, unsealed, unreadable
     if problem is None:
         try:
-            version = Version(store.path / name, up_to_date=True).hold()
+            version = Version(store.path / name, up_to_date=True, manifest=manifest).hold()
         except CurateError:  # removed by `curate gc` as we looked: unlisted, so build it
             return None, None
         try:

@@ -37,34 +37,42 @@ VERSION_NAME = re.compile(r"^v[0-9]+$")
 
 def seal_problem(dataset: Path, name: str, fingerprint: str | None = None) -> str | None:
     """Why `dataset/name` is not a sealed version of `dataset`, or None when it is one."""
+    return sealed_manifest(dataset, name, fingerprint)[1]
+
+
+def sealed_manifest(
+    dataset: Path, name: str, fingerprint: str | None = None
+) -> tuple[dict[str, Any] | None, str | None]:
+    """`seal_problem` with the manifest it read: (manifest, None) for a sealed version, else
+    (None, why). A caller that goes on to use the version reads the same bytes it checked."""
     dataset = Path(os.path.abspath(dataset))  # '.', './' or 'v1/..' name the folder too
     if not VERSION_NAME.match(name):
-        return "not a version name (v1, v2, ...)"
+        return None, "not a version name (v1, v2, ...)"
     folder = dataset / name
     try:
         st = os.lstat(folder)
     except FileNotFoundError:
-        return "no such folder"
+        return None, "no such folder"
     except OSError as exc:
-        return f"cannot be read ({exc.strerror})"
+        return None, f"cannot be read ({exc.strerror})"
     if stat.S_ISLNK(st.st_mode):
-        return "a symbolic link"
+        return None, "a symbolic link"
     if not stat.S_ISDIR(st.st_mode):
-        return "not a folder"
+        return None, "not a folder"
     manifest = folder / "manifest.json"
     try:
         mode = os.lstat(manifest).st_mode
         if not stat.S_ISREG(mode):
-            return "its manifest.json is not a regular file"
+            return None, "its manifest.json is not a regular file"
         if mode & 0o222:
-            return "its manifest.json is writable (curate publishes versions read-only)"
+            return None, "its manifest.json is writable (curate publishes versions read-only)"
         data = json.loads(manifest.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return "no readable manifest.json"
+        return None, "no readable manifest.json"
     problem = naming_problem(data, dataset, name)
     if problem is None and fingerprint is not None and data.get("fingerprint") != fingerprint:
-        return "its manifest has another fingerprint"
-    return problem
+        problem = "its manifest has another fingerprint"
+    return (data, None) if problem is None else (None, problem)
 
 
 def naming_problem(manifest: Any, dataset: Path, name: str) -> str | None:

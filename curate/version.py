@@ -52,12 +52,15 @@ class Version:
     """Set on a version `run()` built because the one published for the same fingerprint
     was damaged: which one, and its first problem."""
 
-    def __init__(self, path: str | Path, *, up_to_date: bool = False) -> None:
+    def __init__(self, path: str | Path, *, up_to_date: bool = False, manifest: Any = None) -> None:
+        """`manifest`: its manifest.json as a caller just read and checked it (the sealed
+        check does), so the version goes on with the same bytes instead of reading them again."""
         self._lock_fd: int | None = None  # first: __del__ runs even when __init__ raises
         self.path = Path(path).resolve()
         if not (self.path / "manifest.json").is_file():
             raise CurateError(f"{self.path} is not a curate version (no manifest.json)")
         self.up_to_date = up_to_date
+        self._read_manifest = manifest
 
     def hold(self) -> Version:
         """Take a shared read lock on this version, so `curate gc` leaves it alone while this
@@ -119,10 +122,13 @@ class Version:
     @cached_property
     def manifest(self) -> dict[str, Any]:
         path = self.path / "manifest.json"
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CurateError(f"{path} cannot be read ({exc}); `curate verify` checks it") from None
+        data, self._read_manifest = self._read_manifest, None
+        if data is None:
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, ValueError) as exc:
+                message = f"{path} cannot be read ({exc}); `curate verify` checks it"
+                raise CurateError(message) from None
         if not isinstance(data, dict) or "counts" not in data or "stages" not in data:
             raise CurateError(f"{path} is not a curate manifest; `curate verify` checks it")
         return data
