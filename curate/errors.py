@@ -33,6 +33,10 @@ class CurateError(Exception):
             self.at = at
 
 
+class DiskFull(CurateError):
+    """The output disk filled up; the staging folder is kept so the next run resumes."""
+
+
 @contextlib.contextmanager
 def recipe_part(*at: str | int) -> Iterator[None]:
     """Errors raised inside concern this part of the recipe (unless they already name one)."""

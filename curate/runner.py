@@ -19,8 +19,7 @@ from typing import Any, Literal
 from curate import integrity
 from curate.build import Build, space_note
 from curate.engines.job import ProgressFn, no_progress
-from curate.engines.tasks import DiskFull
-from curate.errors import CurateError, recipe_part
+from curate.errors import CurateError, DiskFull, recipe_part
 from curate.fingerprint import cached_content_hashes, fingerprint
 from curate.io.batches import TEXT, FieldSpec
 from curate.io.inputs import discover_inputs

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from curate import input_watch
 from curate.engines.segments import SegmentWriter
-from curate.errors import CurateError
+from curate.errors import CurateError, DiskFull
 from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
 from curate.io.packing import PackSpec
 from curate.io.partition_output import PartitionOutput
@@ -387,10 +387,6 @@ def files_intact(staging: Path, files: dict[str, Any]) -> bool:
         if not path.is_file() or path.stat().st_size != info["bytes"]:
             return False
     return True
-
-
-class DiskFull(CurateError):
-    """The output disk filled up; the staging folder is kept so the next run resumes."""
 
 
 @dataclass
