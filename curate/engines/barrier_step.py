@@ -102,7 +102,7 @@ def decide_once(
                 "the documents apart; name a unique id_field, or leave it out to derive ids "
                 "from file and line"
             )
-        decision = barrier.decide(summaries)
+        decision, stats = barrier.decide_with_stats(summaries)
         for stale in folder.glob("decision-*.arrow"):
             stale.unlink()
         dropped = write_decision(decision, job.staging, k, job.fsync)
@@ -110,9 +110,10 @@ def decide_once(
             "summary_rows": summaries.count(),
             "dropped": dropped,
             "seconds": round(time.perf_counter() - started, 4),
-            # what decide() learned (clusters, pairs): kept here so a resumed run that
-            # skips the decision still reports it
-            "details": barrier.describe(),
+            # what deciding learned (clusters, pairs): kept here so a resumed run that
+            # skips the decision still reports it; describe() after the decision, as a
+            # barrier that keeps what it learned on itself has always reported it
+            "details": {**barrier.describe(), **stats},
         }
     finally:
         summaries.close()

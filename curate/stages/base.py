@@ -254,6 +254,12 @@ class BarrierStage(Stage):
         """The global step: the documents to drop, as `DECISION_SCHEMA` rows, in a frame the
         engine holds (it writes each partition's part where the part is)."""
 
+    def decide_with_stats(self, summaries: Summaries) -> tuple[Frame, dict[str, Any]]:
+        """The decision and what making it learned (pairs, clusters, seconds): what engines
+        call, so those statistics reach the manifest with the decision rather than through
+        the stage's own state. The default wraps `decide` and learns nothing beyond it."""
+        return self.decide(summaries), {}
+
     def apply(self, batch: pa.RecordBatch, drop_ids: pa.Array) -> StageResult:
         """Drop the rows the decision names, joining on the stable id, never on position."""
         if len(drop_ids) == 0 or batch.num_rows == 0:

@@ -133,6 +133,8 @@ class MinHashDedup(BarrierStage):
     Params = MinHashDedupParams
     reads = ("text",)
     shapes = ("text", "chat")
+    _stats: dict[str, Any] | None = None
+    """What the last `decide()` learned, for `describe()` (never shipped: leading underscore)."""
 
     @property
     def p(self) -> MinHashDedupParams:
@@ -182,9 +184,8 @@ class MinHashDedup(BarrierStage):
             + ("exact" if p.verify == "exact" else "estimated from the signatures")
             + "; below the threshold when the document joined its cluster through another",
         }
-        stats = getattr(self, "_stats", None)
-        if stats is not None:
-            details.update(stats)
+        if self._stats is not None:
+            details.update(self._stats)
         return details
 
     # -- summarize (workers) ------------------------------------------------------------
@@ -225,12 +226,17 @@ class MinHashDedup(BarrierStage):
     # -- decide (once, global) ----------------------------------------------------------
 
     def decide(self, summaries: Summaries) -> Frame:
+        """The decision; what making it learned is then in `describe()` too (engines take it
+        from `decide_with_stats` instead)."""
+        decision, self._stats = self.decide_with_stats(summaries)
+        return decision
+
+    def decide_with_stats(self, summaries: Summaries) -> tuple[Frame, dict[str, Any]]:
         """Every step runs where the engine holds the rows; only counts come back here."""
         p = self.p
         bands, _ = self.band_shape()
         stats: dict[str, Any] = {"documents_summarized": summaries.count()}
         seconds: dict[str, float] = {}
-        self._stats = stats
         clock = time.perf_counter()
 
         def lap(step: str) -> None:
@@ -271,7 +277,7 @@ class MinHashDedup(BarrierStage):
         both = summaries.join(kept, "b", [ID], ["_id"], row_bytes=24 + 2 * 40)
         decision = both.map(decision_rows, self.name)
         lap("similarity_and_ids")
-        return decision
+        return decision, stats
 
 
 # -- piece functions of decide (run wherever the engine holds the pieces) ---------------
