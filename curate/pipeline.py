@@ -30,7 +30,7 @@ import pyarrow as pa
 from curate.chat.reader import lone_surrogate, messages_array
 from curate.chat.shapes import to_messages
 from curate.chat.spec import MESSAGES, ChatInput
-from curate.engines.local_collective import LocalSummaries
+from curate.collective.local import LocalSummaries
 from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.io.packing import packing_for

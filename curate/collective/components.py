@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from curate.engines import piece_ops
+from curate.collective import piece_ops
 
 if TYPE_CHECKING:
-    from curate.engines.collective import Frame
+    from curate.collective.frame import Frame
 
 NEW = "_new"
 ROUNDS = 64

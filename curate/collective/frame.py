@@ -9,8 +9,8 @@ together (a hash shuffle), bring rows to the data partition their `_order` point
 range shuffle, which is also how a decision reaches the partition it concerns), and fold
 each piece to a small value for the driver. The operations barriers use (first row per
 key, candidate pairs, pair scores, connected components, joins by `_order`) are written
-once, here and in `curate.engines.components`, from those primitives and the pure piece
-functions in `curate.engines.piece_ops`; so every engine runs the same code on the same
+once, here and in `curate.collective.components`, from those primitives and the pure piece
+functions in `curate.collective.piece_ops`; so every engine runs the same code on the same
 rows, and only the placement of pieces differs.
 """
 
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from curate.engines import piece_ops
+from curate.collective import piece_ops
 from curate.io.batches import ID
 from curate.stages.base import ORDER
 
@@ -165,6 +165,6 @@ class Summaries(ABC):
     def connected_components(self, edges: Frame) -> Frame:
         """For every row an edge (`a`, `b`) names: `node` and `root`, the smallest `_order`
         in its connected component; in pieces by the partition of `node`, sorted by it."""
-        from curate.engines.components import connected_components
+        from curate.collective.components import connected_components
 
         return connected_components(edges)

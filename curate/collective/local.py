@@ -18,8 +18,8 @@ from typing import Any, TypeAlias
 
 import pyarrow as pa
 
-from curate.engines.collective import Frame, PieceFn, Prepare, Side, Summaries
-from curate.engines.pieces import (
+from curate.collective.frame import Frame, PieceFn, Prepare, Side, Summaries
+from curate.collective.pieces import (
     Files,
     bucket_range,
     concat,

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.engines.pieces import concat, key_hash, load, runs
+from curate.collective.pieces import concat, key_hash, load, runs
 from curate.io.batches import ID
 from curate.sorted_sets import sorted_unique, unique_pairs
 from curate.stages.base import ORDER

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from curate.engines.collective import Frame, Summaries
+from curate.collective.frame import Frame, Summaries
+from curate.collective.piece_ops import column_sum
 from curate.engines.job import Job, ProgressFn
-from curate.engines.piece_ops import column_sum
 from curate.engines.tasks import (
     ORDER_SHIFT,
     PassTask,

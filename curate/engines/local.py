@@ -22,8 +22,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from curate.collective.frame import Summaries
 from curate.engines.barrier_step import decide_once, split_completed, summary_files
-from curate.engines.collective import Summaries
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.tasks import PassTask, pass_dir, run_pass_task
 from curate.stages.base import BarrierStage
@@ -62,7 +62,7 @@ def _import_pandas_once() -> None:
 
 
 def _import_collective() -> None:
-    import curate.engines.local_collective  # noqa: F401
+    import curate.collective.local  # noqa: F401
 
 
 class LocalEngine:
@@ -190,7 +190,7 @@ class LocalEngine:
         progress: ProgressFn,
     ) -> dict[str, Any]:  # fmt: skip
         def summaries() -> Summaries:
-            from curate.engines.local_collective import LocalSummaries
+            from curate.collective.local import LocalSummaries
 
             spill = pass_dir(job.staging, k) / "collective"
             return LocalSummaries.from_files(summary_files(job.staging, records), spill)

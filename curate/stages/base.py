@@ -28,7 +28,7 @@ from curate.chat.spec import MESSAGES
 from curate.io.batches import ID
 
 if TYPE_CHECKING:
-    from curate.engines.collective import Frame, Summaries
+    from curate.collective.frame import Frame, Summaries
 
 ORDER = "_order"
 """Hidden column: the document's position in input order (partition << 40 | row)."""

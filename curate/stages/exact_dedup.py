@@ -18,7 +18,7 @@ import xxhash
 
 from curate.arrow_text import utf8_slices
 from curate.chat.contents import Roles, roles_field, serialized
-from curate.engines.collective import Frame, Summaries
+from curate.collective.frame import Frame, Summaries
 from curate.io.batches import ID
 from curate.stages.base import ORDER, BarrierStage, StageParams, rejected_table
 

@@ -45,8 +45,8 @@ import xxhash
 from pydantic import Field, model_validator
 
 from curate.chat.contents import Roles, labelled, roles_field
-from curate.engines.collective import Frame, Summaries
-from curate.engines.piece_ops import at_least
+from curate.collective.frame import Frame, Summaries
+from curate.collective.piece_ops import at_least
 from curate.io.batches import ID
 from curate.minhash.hashes import hash_shingles
 from curate.minhash.lsh import band_keys, candidate_probability

@@ -22,7 +22,7 @@ from conftest import REPO, write_jsonl
 
 from curate.chat.reader import messages_array
 from curate.chat.spec import MESSAGES
-from curate.engines.local_collective import LocalSummaries
+from curate.collective.local import LocalSummaries
 from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.plan import check_columns

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from curate.collective.local import LocalSummaries
 from curate.engines.barrier_step import write_decision
-from curate.engines.local_collective import LocalSummaries
 from curate.engines.tasks import decision_path
 from curate.io.shards import read_stream
 from curate.minhash.planted import planted_corpus

@@ -192,9 +192,9 @@ def test_collective_operations_equal_the_local_ones(ray_cluster: None, tmp_path:
     """Every operation a barrier decides with gives the same rows on Ray as locally, with
     buckets small enough that both engines cut every shuffle into many pieces (the local
     one spilling them, Ray's going through files)."""
-    from curate.engines.components import COMPONENTS_SCHEMA
-    from curate.engines.local_collective import LocalSummaries
-    from curate.engines.piece_ops import EDGES_SCHEMA, FIRSTS_SCHEMA
+    from curate.collective.components import COMPONENTS_SCHEMA
+    from curate.collective.local import LocalSummaries
+    from curate.collective.piece_ops import EDGES_SCHEMA, FIRSTS_SCHEMA
     from curate.engines.ray.collective import RaySummaries
     from curate.minhash.verify import estimate_scores, exact_scores
     from curate.stages.base import ORDER

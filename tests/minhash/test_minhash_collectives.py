@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from curate.engines.components import COMPONENTS_SCHEMA
-from curate.engines.local_collective import LocalFrame, LocalSummaries, Spill
-from curate.engines.piece_ops import EDGES_SCHEMA
+from curate.collective.components import COMPONENTS_SCHEMA
+from curate.collective.local import LocalFrame, LocalSummaries, Spill
+from curate.collective.piece_ops import EDGES_SCHEMA
 from curate.minhash.verify import estimate_scores
 from curate.stages.base import ORDER
 

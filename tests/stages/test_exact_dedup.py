@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from curate.engines.local_collective import LocalSummaries
+from curate.collective.local import LocalSummaries
 from curate.stages.base import DECISION_SCHEMA, ORDER
 from curate.stages.exact_dedup import ExactDedup, ExactDedupParams
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import write_jsonl, write_recipe
 
 import curate
-from curate.engines.local_collective import LocalSummaries
+from curate.collective.local import LocalSummaries
 from curate.minhash.planted import planted_corpus
 from curate.recipe import build_stage
 from curate.stages.base import DECISION_SCHEMA, ORDER

@@ -32,8 +32,8 @@ import numpy as np
 import pyarrow as pa
 import ray
 
-from curate.engines.collective import Frame, PieceFn, Prepare, Side, Summaries
-from curate.engines.pieces import (
+from curate.collective.frame import Frame, PieceFn, Prepare, Side, Summaries
+from curate.collective.pieces import (
     Files,
     bucket_range,
     concat,
