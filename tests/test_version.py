@@ -294,3 +294,32 @@ def test_to_dataset_serves_only_the_manifests_shards(
     state.write_text(json.dumps(data))
     with pytest.raises(curate.CurateError, match="lists other files than the manifest's shards"):
         curate.Version(crafted.path).to_dataset()
+
+
+COUNT_MANIFEST_OPENS = """
+import os, sys
+import curate
+opens = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].endswith("manifest.json"):
+        opens.append(args[0])
+sys.addaudithook(hook)
+version = curate.open(sys.argv[1])
+assert version.name == "v1" and version.counts["written"] > 0
+print(len(opens))
+"""
+
+
+def test_open_reads_the_manifest_once(version: curate.Version) -> None:
+    """`curate.open(dataset)` read and parsed the manifest twice: once for LATEST's sealed
+    check and again for the Version (a manifest grows with the shard count). Every open of a
+    file raises Python's `open` audit event, in a process of its own (hooks stay installed)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT_MANIFEST_OPENS, str(version.path.parent)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1"]
