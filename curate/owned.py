@@ -15,7 +15,6 @@ Nothing here follows a symbolic link, waits on a named pipe, writes or creates a
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import stat
@@ -23,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curate.errors import CurateError
-from curate.sealed import VERSION_NAME, naming_problem
+from curate.sealed import VERSION_NAME, naming_problem, read_manifest
 from curate.store import Store
 
 LINK = "a symbolic link (gc never follows one)"
@@ -115,30 +114,9 @@ def versions(dataset: Path) -> list[Entry]:
 
 
 def _read_entry(dataset: Path, name: str) -> Entry:
-    try:
-        fd = os.open(dataset / name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
-    except OSError as exc:
-        if (dataset / name).is_symlink():
-            return Entry(name, why=LINK)
-        return Entry(name, why=f"cannot be opened ({exc.strerror})")
-    try:
-        try:
-            # non-blocking: a named pipe planted as manifest.json would wait for a writer forever
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-            mfd = os.open("manifest.json", flags, dir_fd=fd)
-        except FileNotFoundError:
-            return Entry(name, why="not a curate version (no manifest.json)")
-        except OSError as exc:
-            return Entry(name, why=f"manifest.json cannot be read ({exc.strerror})")
-        with os.fdopen(mfd, "rb") as f:
-            if not stat.S_ISREG(os.fstat(mfd).st_mode):
-                return Entry(name, why="its manifest.json is not a regular file")
-            try:
-                manifest = json.loads(f.read())
-            except (OSError, ValueError):
-                return Entry(name, why="manifest.json is not readable JSON")
-    finally:
-        os.close(fd)
+    manifest, _mode, why = read_manifest(dataset, name)  # the one reader LATEST's check uses too
+    if why is not None:
+        return Entry(name, why=LINK if why == "a symbolic link" else why)
     problem = naming_problem(manifest, dataset, name)
     if problem is not None:
         return Entry(name, why=problem)

@@ -21,6 +21,7 @@ manifest names its own folder (`naming_problem`, which gc's `curate.owned` appli
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -33,6 +34,81 @@ from curate.paths import inside
 
 # the only names curate gives versions (ASCII digits); store, gc and roots use this one too
 VERSION_NAME = re.compile(r"^v[0-9]+$")
+
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+# non-blocking: a named pipe planted as manifest.json would wait for a writer forever
+_FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
+MANIFEST_LIMIT = 1 << 30  # a 1,000,000-shard manifest is about 300 MB
+NO_MANIFEST = "no readable manifest.json"
+
+
+def read_manifest(dataset: int | Path, name: str) -> tuple[Any, int, str | None]:
+    """(parsed manifest.json, its permission bits, None) of the folder `name` in a dataset
+    folder (a path, or a descriptor already open on it), or (None, 0, why not).
+
+    The one reader of a version's own manifest, for what LATEST and `.index` may lead to
+    (`sealed_manifest`) and what gc may delete (`curate.owned`): the folder and the file are
+    opened relative to the dataset folder with O_NOFOLLOW, so a link is refused in the same
+    call that opens it, never checked first and followed after; a named pipe, a device or a
+    file larger than any manifest curate writes is refused without reading it."""
+    if isinstance(dataset, int):
+        return _read_manifest(dataset, name)
+    try:
+        dataset_fd = os.open(dataset, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as exc:
+        return None, 0, f"its dataset folder cannot be opened ({exc.strerror})"
+    try:
+        return _read_manifest(dataset_fd, name)
+    finally:
+        os.close(dataset_fd)
+
+
+def _read_manifest(dataset_fd: int, name: str) -> tuple[Any, int, str | None]:
+    try:
+        fd = os.open(name, _DIR, dir_fd=dataset_fd)
+    except FileNotFoundError:
+        return None, 0, "no such folder"
+    except OSError as exc:
+        return None, 0, _unopened(dataset_fd, name, exc)
+    try:
+        try:
+            mfd = os.open("manifest.json", _FILE, dir_fd=fd)
+        except FileNotFoundError:
+            return None, 0, NO_MANIFEST
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return None, 0, "its manifest.json is not a regular file"
+            return None, 0, f"{NO_MANIFEST} ({exc.strerror})"
+        with open(mfd, "rb") as f:
+            st = os.fstat(mfd)
+            if not stat.S_ISREG(st.st_mode):
+                return None, 0, "its manifest.json is not a regular file"
+            if st.st_size > MANIFEST_LIMIT:
+                return None, 0, f"its manifest.json is larger than {MANIFEST_LIMIT >> 20} MiB"
+            try:
+                raw = f.read(MANIFEST_LIMIT + 1)
+            except OSError as exc:
+                return None, 0, f"{NO_MANIFEST} ({exc.strerror})"
+    finally:
+        os.close(fd)
+    try:
+        return json.loads(raw), stat.S_IMODE(st.st_mode), None
+    except (ValueError, RecursionError):
+        return None, 0, "its manifest.json is not JSON"
+
+
+def _unopened(dataset_fd: int, name: str, exc: OSError) -> str:
+    """Why the folder `name` could not be opened: a link (refused by O_NOFOLLOW), not a folder."""
+    try:
+        mode = os.stat(name, dir_fd=dataset_fd, follow_symlinks=False).st_mode
+    except OSError:
+        mode = 0
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if mode and not stat.S_ISDIR(mode):
+        return "not a folder"
+    return f"cannot be opened ({exc.strerror})"
 
 
 def seal_problem(dataset: Path, name: str, fingerprint: str | None = None) -> str | None:
@@ -48,27 +124,11 @@ def sealed_manifest(
     dataset = Path(os.path.abspath(dataset))  # '.', './' or 'v1/..' name the folder too
     if not VERSION_NAME.match(name):
         return None, "not a version name (v1, v2, ...)"
-    folder = dataset / name
-    try:
-        st = os.lstat(folder)
-    except FileNotFoundError:
-        return None, "no such folder"
-    except OSError as exc:
-        return None, f"cannot be read ({exc.strerror})"
-    if stat.S_ISLNK(st.st_mode):
-        return None, "a symbolic link"
-    if not stat.S_ISDIR(st.st_mode):
-        return None, "not a folder"
-    manifest = folder / "manifest.json"
-    try:
-        mode = os.lstat(manifest).st_mode
-        if not stat.S_ISREG(mode):
-            return None, "its manifest.json is not a regular file"
-        if mode & 0o222:
-            return None, "its manifest.json is writable (curate publishes versions read-only)"
-        data = json.loads(manifest.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, "no readable manifest.json"
+    data, mode, problem = read_manifest(dataset, name)
+    if problem is not None:
+        return None, problem
+    if mode & 0o222:
+        return None, "its manifest.json is writable (curate publishes versions read-only)"
     problem = naming_problem(data, dataset, name)
     if problem is None and fingerprint is not None and data.get("fingerprint") != fingerprint:
         problem = "its manifest has another fingerprint"
@@ -96,6 +156,11 @@ def naming_problem(manifest: Any, dataset: Path, name: str) -> str | None:
 
 def latest_version(dataset: Path) -> Path:
     """The version a dataset folder's LATEST names, when it is a sealed one of this dataset."""
+    return latest_sealed(dataset)[0]
+
+
+def latest_sealed(dataset: Path) -> tuple[Path, dict[str, Any]]:
+    """`latest_version` with the manifest the sealed check read (opening reads it once)."""
     latest = dataset / "LATEST"
     try:
         name = latest.read_text(encoding="utf-8").strip()
@@ -103,20 +168,26 @@ def latest_version(dataset: Path) -> Path:
         raise CurateError(f"{dataset} has no published version (no LATEST file)") from None
     except (OSError, ValueError) as exc:
         raise CurateError(f"{latest} cannot be read: {exc}") from None
-    problem = seal_problem(dataset, name)
-    if problem is not None:
+    manifest, problem = sealed_manifest(dataset, name)
+    if manifest is None:
         raise CurateError(
             f"{latest} names {name[:80]!r}, which is not a published version of this dataset "
             f"({problem}); not following it: check the dataset folder, or name a version"
         )
-    return dataset / name
+    return dataset / name, manifest
 
 
 def version_path(path: Path, version: str = "LATEST") -> Path:
     """What `curate.open(path, version)` opens: a version folder as given, a dataset folder's
     LATEST (sealed, see above), or a named version inside the dataset folder."""
+    return located(path, version)[0]
+
+
+def located(path: Path, version: str = "LATEST") -> tuple[Path, dict[str, Any] | None]:
+    """`version_path`, with the manifest when finding the version meant reading it (LATEST's
+    sealed check): `curate.open` hands it to the Version instead of reading it again."""
     if (path / "manifest.json").is_file():
-        return path
+        return path, None
     if not path.exists():
         raise CurateError(f"{path} does not exist")
     if not path.is_dir() or (
@@ -129,5 +200,5 @@ def version_path(path: Path, version: str = "LATEST") -> Path:
             "(no LATEST, no v1, v2, ...)"
         )
     if version == "LATEST":
-        return latest_version(path)
-    return inside(path, version, source="curate.open", field="version")
+        return latest_sealed(path)
+    return inside(path, version, source="curate.open", field="version"), None

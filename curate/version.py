@@ -306,9 +306,10 @@ def open(path: str | Path, version: str = "LATEST", *, check: bool = True) -> Ve
     Its files are checked against the manifest (`Version.check_files`: present, own, of
     their listed size) unless `check=False`, which `curate verify` uses to report them all.
     """
-    from curate.sealed import version_path
+    from curate.sealed import located
 
-    opened = Version(version_path(Path(path), version)).hold()  # first: gc's removal is said
+    folder, manifest = located(Path(path), version)  # LATEST's check reads the manifest once
+    opened = Version(folder, manifest=manifest).hold()  # first: gc's removal is said
     if check:
         try:
             opened.check_files()
