@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from curate.loader import TokenBlocks, _torch_class
+from curate.loader.blocks import TokenBlocks
+from curate.loader.torch_dataset import torch_class
 
 
 class ListColumn:
@@ -84,7 +85,7 @@ class Rows(TokenBlocks):
     def torch(self, batch_size: int = 1) -> Any:
         """The same rows as a `torch.utils.data.IterableDataset` (imports torch); give the
         DataLoader's batch_size so that several workers keep the order exact."""
-        cls = _torch_class(Rows)
+        cls = torch_class(Rows)
         out = cls(self._columns, self.n_blocks, self.seed, self.epoch, self.shuffle, self.rank,
                   self.world_size, self.position, self.dtype)  # fmt: skip
         out.batch_size = batch_size

@@ -1,53 +1,31 @@
-"""What trainers use to read tokens back: memory-mapped, never widened, resumable.
+"""A published version's tokens: which tokenizer made them, and the ways to read them.
 
-```python
-from curate.loader import open_tokens
-tokens = open_tokens("datasets/pretrain", tokenizer="models/my-model")  # refuses a mismatch
-ds = tokens.dataset()                          # memory-mapped datasets.Dataset (arrow format)
-blocks = tokens.blocks(2048, seed=1, rank=rank, world_size=world, start=resume_at)
-for block in blocks: ...                       # numpy uint16/uint32, length 2048
-```
-
-Blocks are cut from the token stream of the whole version (documents in shard order,
-each ending with its EOS separator); when the version was packed with the same length,
-the packed rows are the blocks. The order is a permutation seeded by (seed, epoch);
-rank r of w takes every w-th block of it, and every rank gets the same number. A
-position is the index of the next block for this rank, so resuming at sample k reads
-nothing before it. Nothing here imports torch: when the trainer has imported it,
-`blocks()` returns a `torch.utils.data.IterableDataset` (or ask with `.torch()`) that
-yields the same numpy blocks and splits them among DataLoader workers; the default
-collate makes them uint16/uint32 tensors. `dtype=` (`blocks(2048, dtype=torch.int64)`, or
-`"int64"`, `np.int32`) converts each block or row as it is read (one copy of a small
-array), for what an embedding lookup takes; a type that cannot hold every stored id is
-refused.
-
-A version made with `split:` is read one split at a time (`split="validation"`; the
-default is `train`). Fine-tuning versions (`chat_template`) open the same way; their
-packed rows hold whole conversations of different lengths, so they are read as rows
-(`dataset()`: `input_ids`, `labels`, `position_ids`, `cu_seqlens` in their stored
-types), never cut into fixed-length blocks.
+`open_tokens` opens a version and checks the trainer's tokenizer against the one the
+manifest records; `Tokens` hands out the memory-mapped dataset, fixed-length blocks
+(`curate.loader.blocks`) or whole rows (`curate.loader.rows`).
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from curate.errors import CurateError
+from curate.loader.blocks import TokenBlocks
+from curate.loader.dtypes import output_dtype
+from curate.loader.rows import Rows, list_columns, views
+from curate.loader.torch_dataset import torch_class
 from curate.version import Version
 from curate.version import open as open_version
 
 if TYPE_CHECKING:
     import datasets
-
-    from curate.loader_rows import Rows
 
 TOKENS = "input_ids"
 
@@ -210,7 +188,6 @@ class Tokens:
 
         `dtype` (a numpy or torch type, or its name: `"int64"`, `torch.int64`) converts
         every column of each row as it is read; the default keeps the stored types."""
-        from curate.loader_rows import Rows, list_columns, views
 
         if not 0 <= rank < world_size:
             raise CurateError(f"rows(): rank {rank} is not in 0..{world_size - 1}")
@@ -218,7 +195,7 @@ class Tokens:
         schema = self.table.schema
         stored = [np.dtype(schema.field(n).type.value_type.to_pandas_dtype()) for n in names]
         out = output_dtype(dtype, stored)
-        cls: type[Rows] = _torch_class(Rows) if "torch" in sys.modules else Rows
+        cls: type[Rows] = torch_class(Rows) if "torch" in sys.modules else Rows
         return cls(views(self.table, names), self.table.num_rows, seed, epoch, shuffle, rank,
                    world_size, start, dtype=out)  # fmt: skip
 
@@ -267,176 +244,6 @@ class Tokens:
             block_starts, n = None, int(starts[-1]) // seq_len
         cls = TokenBlocks
         if "torch" in sys.modules:  # the trainer uses torch: be its IterableDataset
-            cls = _torch_class(TokenBlocks)
+            cls = torch_class(TokenBlocks)
         return cls(views, starts, block_starts, n, seq_len, seed, epoch, shuffle, rank, world_size,
                    start, dtype=out)  # fmt: skip
-
-
-class TokenBlocks:
-    """An iterable of fixed-length token blocks with a deterministic, resumable order."""
-
-    def __init__(
-        self,
-        views: list[np.ndarray],
-        starts: np.ndarray,
-        block_starts: np.ndarray | None,
-        n_blocks: int,
-        seq_len: int,
-        seed: int,
-        epoch: int,
-        shuffle: bool,
-        rank: int,
-        world_size: int,
-        start: int,
-        dtype: np.dtype[Any] | None = None,
-    ) -> None:
-        self._views, self._starts, self._block_starts = views, starts, block_starts
-        self.dtype = dtype  # None: the stored type, zero-copy
-        self.n_blocks, self.seq_len = n_blocks, seq_len
-        self.seed, self.epoch, self.shuffle = seed, epoch, shuffle
-        self.rank, self.world_size = rank, world_size
-        self.position = start
-        self.batch_size = 1  # DataLoader batch size, for splitting among its workers
-        if not 0 <= start <= len(self):  # a resume from another run's count, not silence
-            unit = "rows" if seq_len == 0 else "blocks"
-            raise CurateError(
-                f"start {start} is outside this rank's {len(self)} {unit} per epoch "
-                f"(rank {rank} of {world_size}): start counts this rank's samples, from 0"
-            )
-
-    def __len__(self) -> int:
-        """Blocks per rank in one epoch (every rank gets the same number)."""
-        return self.n_blocks // self.world_size
-
-    @cached_property
-    def _order(self) -> np.ndarray:
-        n = len(self) * self.world_size
-        if self.shuffle:
-            perm = np.random.default_rng([self.seed, self.epoch]).permutation(self.n_blocks)
-        else:
-            perm = np.arange(self.n_blocks)
-        return perm[:n][self.rank :: self.world_size]
-
-    def block_index(self, k: int) -> int:
-        """Which block of the version is this rank's sample k."""
-        return int(self._order[k])
-
-    def __getitem__(self, k: int) -> np.ndarray:
-        if not 0 <= k < len(self):
-            raise IndexError(k)
-        return self._cast(self._read(self.block_index(k)))
-
-    def _read(self, block: int) -> np.ndarray:
-        begin = (
-            int(self._block_starts[block])
-            if self._block_starts is not None
-            else block * self.seq_len
-        )
-        end = begin + self.seq_len
-        i = int(np.searchsorted(self._starts, begin, side="right")) - 1
-        lo = begin - int(self._starts[i])
-        view = self._views[i]
-        if lo + self.seq_len <= len(view):
-            return view[lo : lo + self.seq_len]  # a view: no copy
-        pieces, pos = [], begin
-        while pos < end:  # a block across two shards' chunks: one small copy
-            j = int(np.searchsorted(self._starts, pos, side="right")) - 1
-            off = pos - int(self._starts[j])
-            take = min(end - pos, len(self._views[j]) - off)
-            pieces.append(self._views[j][off : off + take])
-            pos += take
-        return np.concatenate(pieces)
-
-    def _cast(self, block: Any) -> Any:
-        return block if self.dtype is None else block.astype(self.dtype)
-
-    @staticmethod
-    def _own(block: Any) -> Any:
-        """A writable array, for torch (the views are read-only; a converted block or one
-        joined across shards is already a fresh array)."""
-        return block if block.flags.owndata and block.flags.writeable else block.copy()
-
-    def __iter__(self) -> Iterator[np.ndarray]:
-        while self.position < len(self):
-            block = self[self.position]
-            self.position += 1
-            yield block
-
-    def state_dict(self) -> dict[str, int]:
-        """What a checkpoint needs to resume exactly here."""
-        return {"position": self.position, "seed": self.seed, "epoch": self.epoch}
-
-    def load_state_dict(self, state: dict[str, int]) -> None:
-        if state["seed"] != self.seed:
-            raise CurateError(
-                f"resuming with seed {self.seed}, the checkpoint used {state['seed']}"
-            )
-        self.position = state["position"]
-        if state["epoch"] != self.epoch:
-            self.epoch = state["epoch"]
-            self.__dict__.pop("_order", None)
-
-    def torch(self, batch_size: int = 1) -> Any:
-        """The same blocks as a `torch.utils.data.IterableDataset` (imports torch); give the
-        DataLoader's batch_size so that several workers keep the order exact."""
-        cls = _torch_class(TokenBlocks)
-        out = cls(self._views, self._starts, self._block_starts, self.n_blocks, self.seq_len,
-                  self.seed, self.epoch, self.shuffle, self.rank, self.world_size,
-                  self.position, dtype=self.dtype)  # fmt: skip
-        out.batch_size = batch_size
-        return out
-
-
-def output_dtype(dtype: Any, stored: list[np.dtype[Any]]) -> np.dtype[Any] | None:
-    """What `dtype=` asks for, as a numpy type; torch types are taken by name (`torch.int64`
-    is int64), so torch need not be imported here. Refused when a stored value may not fit:
-    a uint16 id above 127 would wrap in int8."""
-    if dtype is None:
-        return None
-    name = str(dtype)
-    try:
-        out = np.dtype(name.removeprefix("torch.") if name.startswith("torch.") else dtype)
-    except TypeError:
-        out = None
-    if out is None or out.kind not in "iuf":
-        raise CurateError(f"dtype={dtype!r} is not a number type (int64, int32, float32, ...)")
-    for kind in stored:
-        if not np.can_cast(kind, out, "safe"):
-            raise CurateError(
-                f"dtype={dtype}: the stored {kind} values do not all fit in {out}; "
-                "int64 (or int32) holds every id"
-            )
-    return out
-
-
-B = TypeVar("B", bound=TokenBlocks)
-_TORCH_CLASSES: dict[type, type] = {}
-
-
-def _torch_class(base: type[B]) -> type[B]:
-    """`base` (TokenBlocks or Rows) that is also a torch IterableDataset; DataLoader workers
-    split the order."""
-    found = _TORCH_CLASSES.get(base)
-    if found is not None:
-        return found
-    from torch.utils.data import IterableDataset, get_worker_info
-
-    class TorchTokenBlocks(base, IterableDataset):  # type: ignore[valid-type,misc]
-        def __iter__(self) -> Iterator[Any]:
-            info = get_worker_info()
-            # Copies: a block is small, and torch wants writable arrays (the views are read-only).
-            if info is None:
-                for block in base.__iter__(self):
-                    yield self._own(block)
-                return
-            # DataLoader takes one batch from each worker in turn: worker w yields the
-            # w-th of every num_workers batches, so the main process still sees samples
-            # position, position+1, ... in order (given the DataLoader's batch_size).
-            b, w = self.batch_size, info.num_workers
-            for first in range(self.position + info.id * b, len(self), w * b):
-                for k in range(first, min(first + b, len(self))):
-                    yield self._own(self[k])
-
-    TorchTokenBlocks.__name__ = TorchTokenBlocks.__qualname__ = f"Torch{base.__name__}"
-    _TORCH_CLASSES[base] = TorchTokenBlocks
-    return TorchTokenBlocks
