@@ -9,24 +9,16 @@ hashes every listed file.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from curate.digests import sha256_file
 from curate.integrity import file_problem
 from curate.io.hf_layout import hf_files
 from curate.manifest import Manifest
 from curate.paths import escape
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(8 << 20):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def verify(folder: Path) -> list[str]:

@@ -43,11 +43,11 @@ from curate.chat.contents import Roles, put_back, roles_field
 from curate.decontam.cut import cut
 from curate.decontam.index import BenchmarkFile, NGramIndex, build_index
 from curate.decontam.words import ngram_keys, normalized_words
+from curate.digests import sha256_file
 from curate.errors import CurateError, shown
 from curate.io.batches import ID
 from curate.reasons import BENCHMARK
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
-from curate.verify import sha256_file as file_sha256
 
 
 class BenchmarkSpec(StageParams):
@@ -104,7 +104,7 @@ class Decontaminate(MapStage):
         stamp = tuple((str(x), *(lambda s: (s.st_size, s.st_mtime_ns))(x.stat())) for x in paths)
         cached = self.__dict__.get("_digest_cache")
         if cached is None or cached[0] != stamp:
-            cached = (stamp, {str(x): file_sha256(x) for x in paths})
+            cached = (stamp, {str(x): sha256_file(x) for x in paths})
             self.__dict__["_digest_cache"] = cached
         return cached[1]
 

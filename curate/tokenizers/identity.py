@@ -9,37 +9,22 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from curate.digests import remembered_sha256
 
 if TYPE_CHECKING:
     from curate.tokenizers.source import TokenizerSource
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-
-
-def file_sha256(path: Path) -> str:
-    """sha256 of a file, remembered per (path, size, mtime) so a no-op run stays cheap."""
-    st = os.stat(path)
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    digest = _DIGESTS.get(key)
-    if digest is None:
-        h = hashlib.sha256()
-        with open(path, "rb") as f:
-            while chunk := f.read(1 << 20):
-                h.update(chunk)
-        _DIGESTS[key] = digest = h.hexdigest()
-    return digest
-
 
 def file_digests(source: TokenizerSource) -> dict[str, str]:
     """Each tokenizer file's name -> sha256."""
-    return {p.name: file_sha256(p) for p in source.files}
+    return {p.name: remembered_sha256(p) for p in source.files}
 
 
 def fingerprint_of(source: TokenizerSource, pattern: str | None = None) -> str:
-    return fingerprint_from(source.kind, file_sha256(source.main), pattern)
+    return fingerprint_from(source.kind, remembered_sha256(source.main), pattern)
 
 
 def fingerprint_from(kind: str, sha256: str, pattern: str | None = None) -> str:
