@@ -30,7 +30,6 @@ KNOWN_CYCLES: set[str] = {
     "curate.chat -> curate.io -> curate.chat",
     "curate.collective -> curate.stages -> curate.collective",
     "curate.input_watch -> curate.io -> curate.input_watch",
-    "curate.quality -> curate.stages -> curate.quality",
 }
 
 

@@ -25,7 +25,7 @@ from pydantic import Field
 from curate.quality import patterns
 from curate.quality.docs import DocBatch, Pieces
 from curate.quality.words import WORD
-from curate.stages.base import StageParams
+from curate.stage_params import StageParams
 
 CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
 POLICY_PHRASES = (

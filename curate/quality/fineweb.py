@@ -21,7 +21,7 @@ from pydantic import Field
 
 from curate.quality import patterns
 from curate.quality.docs import DocBatch
-from curate.stages.base import StageParams
+from curate.stage_params import StageParams
 
 
 class FineWebParams(StageParams):

@@ -21,7 +21,7 @@ from pydantic import Field
 from curate.quality import patterns
 from curate.quality.docs import DocBatch
 from curate.quality.stopwords import GOPHER_STOP_WORDS
-from curate.stages.base import StageParams
+from curate.stage_params import StageParams
 
 _LINE_WS = r"[\s&&[^\n]]*"
 

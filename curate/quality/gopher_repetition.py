@@ -21,7 +21,7 @@ from pydantic import Field
 
 from curate.quality.docs import DocBatch, Pieces
 from curate.quality.ngrams import NGrams, Rolling, duplicated_ngram_chars, top_ngram_chars
-from curate.stages.base import StageParams
+from curate.stage_params import StageParams
 
 
 class GopherRepetitionParams(StageParams):

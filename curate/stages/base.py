@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict
 
 from curate.chat.contents import Units, joined, units
 from curate.chat.spec import MESSAGES
 from curate.io.batches import ID
+from curate.stage_params import StageParams
 
 if TYPE_CHECKING:
     from curate.collective.frame import Frame, Summaries
@@ -45,12 +45,6 @@ REJECTED_SCHEMA = pa.schema(
 
 DECISION_SCHEMA = pa.schema([*REJECTED_SCHEMA, pa.field(ORDER, pa.uint64())])
 """A barrier's decision: the rejected rows, and each removed document's `_order`."""
-
-
-class StageParams(BaseModel):
-    """Parameters of a stage: typed, validated, and the source of the recipe schema."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclass(frozen=True)
