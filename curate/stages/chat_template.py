@@ -144,7 +144,7 @@ class ChatTemplateParams(StageParams):
         return self
 
 
-class ChatTemplate(MapStage):
+class ChatTemplate(MapStage[ChatTemplateParams]):
     """input_ids and an assistant-only loss from the model's own chat template."""
 
     name = "chat_template"
@@ -152,9 +152,8 @@ class ChatTemplate(MapStage):
     reads = (MESSAGES,)
     writes = (TOKENS, LABELS, NUM_TOKENS)
 
-    def __init__(self, params: StageParams, context: StageContext | None = None) -> None:
+    def __init__(self, params: ChatTemplateParams, context: StageContext | None = None) -> None:
         super().__init__(params, context)
-        self.p: ChatTemplateParams = params  # type: ignore[assignment]
         self.base_dir = self.context.base_dir
 
     def columns_read(self) -> tuple[str, ...]:
@@ -166,20 +165,20 @@ class ChatTemplate(MapStage):
     def source(self) -> TokenizerSource:
         found: TokenizerSource | None = self.__dict__.get("_source")
         if found is None:
-            found = resolve_source(self.p.source, self.base_dir, self.p.kind)
+            found = resolve_source(self.params.source, self.base_dir, self.params.kind)
             self.__dict__["_source"] = found
         return found
 
     @property
     def options(self) -> TiktokenOptions:
-        return TiktokenOptions(self.p.pattern, dict(self.p.special_tokens) or None)
+        return TiktokenOptions(self.params.pattern, dict(self.params.special_tokens) or None)
 
     @property
     def template(self) -> TemplateText:
         found: TemplateText | None = self.__dict__.get("_template")
         if found is None:
-            found = find_template(self.p.template, self.base_dir, self.source,
-                                  self.p.template_name)  # fmt: skip
+            found = find_template(self.params.template, self.base_dir, self.source,
+                                  self.params.template_name)  # fmt: skip
             self.__dict__["_template"] = found
         return found
 
@@ -206,9 +205,9 @@ class ChatTemplate(MapStage):
         return found
 
     def uses_generation_tags(self) -> bool:
-        if self.p.assistant == "auto":
+        if self.params.assistant == "auto":
             return self.template.has_generation_tags
-        return self.p.assistant == "generation"
+        return self.params.assistant == "generation"
 
     def software(self) -> dict[str, str]:
         soft = {"jinja2": _version("jinja2"), **library_versions(self.source)}
@@ -225,17 +224,18 @@ class ChatTemplate(MapStage):
                 else "prefix renderings",
                 "tokenizer": str(self.source.main),
                 "tokenizer_kind": self.source.kind,
-                **({"pattern": self.p.pattern or ""} if self.source.kind == "tiktoken" else {}),
+                **({"pattern": self.params.pattern or ""}
+                   if self.source.kind == "tiktoken" else {}),
                 "special_tokens_passed": {
                     k: v if isinstance(v, str) else f"{len(v)} tokens"
                     for k, v in sorted(self._special_tokens().items())
                 },
-                "mask": self.p.mask,
-                "max_len": self.p.max_len,
-                "overlong": self.p.overlong,
+                "mask": self.params.mask,
+                "max_len": self.params.max_len,
+                "overlong": self.params.overlong,
             },
-            **({"pack": {"seq_len": self.p.pack.seq_len, "kind": "conversations",
-                         "where": "shard writer, per partition"}} if self.p.pack else {}),
+            **({"pack": {"seq_len": self.params.pack.seq_len, "kind": "conversations",
+                         "where": "shard writer, per partition"}} if self.params.pack else {}),
         }  # fmt: skip
 
     # -- loaded once per worker ---------------------------------------------------------
@@ -246,10 +246,10 @@ class ChatTemplate(MapStage):
     def _loaded(self) -> tuple[ChatTokenizer, Renderer, str]:
         found = self.__dict__.get("_loaded_objects")
         if found is None:
-            threads = self.p.threads or self._default_threads()
+            threads = self.params.threads or self._default_threads()
             tok = load_chat_tokenizer(self.source, threads, self.options)
-            variables = {**self._special_tokens(tok), **self.p.variables}
-            now = datetime.fromisoformat(self.p.now)
+            variables = {**self._special_tokens(tok), **self.params.variables}
+            now = datetime.fromisoformat(self.params.now)
             renderer = Renderer(self.template, now, variables)
             self._probe(renderer)
             found = (tok, renderer, re2_alternation(tok.specials))
@@ -295,18 +295,18 @@ class ChatTemplate(MapStage):
         return id_type(size)
 
     def pack_spec(self) -> ChatPackSpec | None:
-        if self.p.pack is None:
+        if self.params.pack is None:
             return None
-        return ChatPackSpec(self.p.pack.seq_len, self.id_type(), self.p.mask)
+        return ChatPackSpec(self.params.pack.seq_len, self.id_type(), self.params.mask)
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         spec = self.pack_spec()
         if spec is not None:
             return spec.output_schema()
-        if not self.p.keep_messages and MESSAGES in schema.names:
+        if not self.params.keep_messages and MESSAGES in schema.names:
             schema = schema.remove(schema.get_field_index(MESSAGES))
         schema = schema.append(pa.field(TOKENS, pa.list_(self.id_type())))
-        if self.p.mask == "labels":
+        if self.params.mask == "labels":
             schema = schema.append(pa.field(LABELS, pa.list_(pa.int32())))
         else:
             schema = schema.append(pa.field(LOSS_MASK, pa.list_(pa.uint8())))
@@ -359,7 +359,7 @@ class ChatTemplate(MapStage):
         has_special = _contents_matching(column, specials)
         conversations = column.to_pylist()
         texts, spans, rows, removed_rows, reasons = [], [], [], [], []
-        remove_special = self.p.special_text == "remove"
+        remove_special = self.params.special_text == "remove"
         for row, messages in enumerate(conversations):
             if remove_special and has_special[row]:
                 removed_rows.append(row)
@@ -391,12 +391,12 @@ class ChatTemplate(MapStage):
                 reasons.append(str(encoded))  # a curate.reasons.UNMAPPABLE
                 continue
             ids, mask = encoded.ids, encoded.mask
-            if self.p.max_len is not None and len(ids) > self.p.max_len:
-                if self.p.overlong == "drop":
+            if self.params.max_len is not None and len(ids) > self.params.max_len:
+                if self.params.overlong == "drop":
                     removed_rows.append(row)
                     reasons.append("too_long")
                     continue
-                ids, mask = ids[: self.p.max_len], mask[: self.p.max_len]
+                ids, mask = ids[: self.params.max_len], mask[: self.params.max_len]
                 truncated += 1
             if not mask.any():
                 removed_rows.append(row)
@@ -422,7 +422,7 @@ class ChatTemplate(MapStage):
         masks: list[np.ndarray],
     ) -> pa.RecordBatch:  # fmt: skip
         batch = batch.take(pa.array(kept, pa.int64()))
-        if not self.p.keep_messages:
+        if not self.params.keep_messages:
             batch = batch.drop_columns([MESSAGES])
         lengths = np.fromiter(map(len, ids), np.int64, len(ids))
         offsets = np.zeros(len(ids) + 1, np.int32)
@@ -434,7 +434,7 @@ class ChatTemplate(MapStage):
         batch = batch.append_column(
             pa.field(TOKENS, pa.list_(id_t)), pa.ListArray.from_arrays(pa.array(offsets), values)
         )
-        if self.p.mask == "labels":
+        if self.params.mask == "labels":
             labels = flat.astype(np.int32)
             labels[flat_mask == 0] = IGNORE
             column, name = pa.ListArray.from_arrays(pa.array(offsets), pa.array(labels)), LABELS

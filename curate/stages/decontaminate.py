@@ -75,7 +75,7 @@ class DecontaminateParams(StageParams):
     roles: Roles | None = roles_field("user and assistant")
 
 
-class Decontaminate(MapStage):
+class Decontaminate(MapStage[DecontaminateParams]):
     """Drops (or cuts) documents sharing word n-grams with benchmark files."""
 
     name = "decontaminate"
@@ -88,7 +88,7 @@ class Decontaminate(MapStage):
         return (Path(self.context.base_dir) / path).resolve()
 
     def _files(self) -> list[BenchmarkFile]:
-        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        p = self.params
         out = []
         for b in p.benchmarks:
             path = self._path(b.path)
@@ -99,7 +99,7 @@ class Decontaminate(MapStage):
 
     def _digests(self) -> dict[str, str]:
         """sha256 of each benchmark and ignore file, cached by path, size and mtime."""
-        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        p = self.params
         paths = [self._path(b.path) for b in p.benchmarks] + [self._path(i) for i in p.ignore]
         stamp = tuple((str(x), *(lambda s: (s.st_size, s.st_mtime_ns))(x.stat())) for x in paths)
         cached = self.__dict__.get("_digest_cache")
@@ -109,7 +109,7 @@ class Decontaminate(MapStage):
         return cached[1]
 
     def setup(self) -> None:
-        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        p = self.params
         self._index: NGramIndex = build_index(
             self._files(), [self._path(i) for i in p.ignore], p.n, p.max_items
         )
@@ -124,7 +124,7 @@ class Decontaminate(MapStage):
         return {f"decontaminate:{k}": v for k, v in digests.items()}
 
     def describe(self) -> dict[str, Any]:
-        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        p = self.params
         digests = self._digests()
         return {
             "n": p.n,
@@ -142,7 +142,7 @@ class Decontaminate(MapStage):
         }
 
     def process(self, batch: pa.RecordBatch) -> StageResult:
-        p: DecontaminateParams = self.params  # type: ignore[assignment]
+        p = self.params
         if getattr(self, "_index", None) is None:
             self.setup()
         u = self.text_units(batch)  # documents, or the chosen messages of conversations

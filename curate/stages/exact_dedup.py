@@ -29,7 +29,7 @@ class ExactDedupParams(StageParams):
     roles: Roles | None = roles_field()
 
 
-class ExactDedup(BarrierStage):
+class ExactDedup(BarrierStage[ExactDedupParams]):
     """Drops documents whose text equals an earlier document's, keeping the first in input order."""
 
     name = "exact_dedup"

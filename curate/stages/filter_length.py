@@ -34,7 +34,7 @@ class FilterLengthParams(StageParams):
         return self
 
 
-class FilterLength(FilterStage):
+class FilterLength(FilterStage[FilterLengthParams]):
     """Drops documents outside the character and word bounds (reasons: too_few_chars, ...)."""
 
     name = "filter_length"
@@ -46,7 +46,7 @@ class FilterLength(FilterStage):
         return {"pyarrow": pa.__version__}
 
     def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
-        p: FilterLengthParams = self.params  # type: ignore[assignment]
+        p = self.params
         text = self.document_texts(batch)
         n = batch.num_rows
         keep = np.ones(n, dtype=bool)

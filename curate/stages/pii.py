@@ -112,7 +112,7 @@ def _version(package: str) -> str:
         return "absent"
 
 
-class Pii(MapStage):
+class Pii(MapStage[PiiParams]):
     """Finds personal data with Presidio (offline) and redacts, masks, hashes or drops it."""
 
     name = "pii"
@@ -121,27 +121,23 @@ class Pii(MapStage):
     writes = ("text",)
     shapes = ("text", "chat")
 
-    @property
-    def p(self) -> PiiParams:
-        return self.params  # type: ignore[return-value]
-
     def _hashes(self) -> bool:
         return any(
             r.action == "hash" or (r.action == "drop_document" and r.otherwise == "hash")
-            for r in self.p.rules().values()
+            for r in self.params.rules().values()
         )
 
     def _key(self) -> bytes:
         from curate.pii.keys import load_key
 
-        return load_key(self.p.hash_key_env, self.p.hash_key_file, self.context.base_dir)
+        return load_key(self.params.hash_key_env, self.params.hash_key_file, self.context.base_dir)
 
     def software(self) -> dict[str, str]:
         soft = {
             name: _version(name)
             for name in ("presidio-analyzer", "phonenumbers", "tldextract", "regex")
         }
-        if self.p.spacy_model is not None:
+        if self.params.spacy_model is not None:
             soft["spacy"] = _version("spacy")
         if self._hashes():
             from curate.pii.keys import key_identity
@@ -151,14 +147,14 @@ class Pii(MapStage):
 
     def describe(self) -> dict[str, Any]:
         return {
-            "nlp_engine": "no_op" if self.p.spacy_model is None else "spacy",
-            "actions": {name: rule.action for name, rule in sorted(self.p.rules().items())},
+            "nlp_engine": "no_op" if self.params.spacy_model is None else "spacy",
+            "actions": {name: rule.action for name, rule in sorted(self.params.rules().items())},
         }
 
     def setup(self) -> None:
         from curate.pii.analyzer import Analysis, AnalyzerConfig, resolve_spacy_model
 
-        p = self.p
+        p = self.params
         model = (
             resolve_spacy_model(p.spacy_model, self.context.base_dir)
             if p.spacy_model is not None
@@ -185,8 +181,8 @@ class Pii(MapStage):
         if action == "redact":
             return f"<{entity}>"
         if action == "mask":
-            return self.p.mask_char * len(value)
-        return token(self._secret, entity, value, self.p.hash_digits)
+            return self.params.mask_char * len(value)
+        return token(self._secret, entity, value, self.params.hash_digits)
 
     def process(self, batch: pa.RecordBatch) -> StageResult:
         from curate.pii import quiet

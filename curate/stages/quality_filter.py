@@ -107,7 +107,7 @@ def evaluate_rules(
     return out
 
 
-class QualityFilter(FilterStage):
+class QualityFilter(FilterStage[QualityFilterParams]):
     """Drops documents failing the Gopher, C4 or FineWeb rules (reason: rule set and rule)."""
 
     name = "quality_filter"
@@ -123,10 +123,10 @@ class QualityFilter(FilterStage):
     def explain(self, batch: pa.RecordBatch) -> list[tuple[str, np.ndarray]]:
         """Every rule's verdict on every document, each as if alone (for inspect-filter)."""
         text = self.document_texts(batch)
-        return evaluate_rules(text, self.params, shortcut=False)  # type: ignore[arg-type]
+        return evaluate_rules(text, self.params, shortcut=False)
 
     def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
-        p: QualityFilterParams = self.params  # type: ignore[assignment]
+        p = self.params
         text = self.document_texts(batch)
         keep = np.ones(batch.num_rows, dtype=bool)
         reasons = np.full(batch.num_rows, None, dtype=object)

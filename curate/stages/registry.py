@@ -10,7 +10,6 @@ import difflib
 import hashlib
 import importlib
 import inspect
-from typing import cast
 
 from curate.errors import CurateError
 from curate.stages.base import Stage
@@ -46,11 +45,9 @@ def _import(target: str, shown: str) -> type[Stage]:
             f"stage '{shown}': cannot import module '{module_name}': {exc}{hint}"
         ) from None
     obj = getattr(module, attr, None)
-    if not (inspect.isclass(obj) and issubclass(obj, Stage)):
-        raise CurateError(
-            f"stage '{shown}': '{attr}' in '{module_name}' is not a curate Stage class"
-        )
-    return cast(type[Stage], obj)
+    if inspect.isclass(obj) and issubclass(obj, Stage):
+        return obj
+    raise CurateError(f"stage '{shown}': '{attr}' in '{module_name}' is not a curate Stage class")
 
 
 def resolve(name: str) -> type[Stage]:

@@ -67,7 +67,7 @@ def id_type(vocab_size: int) -> pa.DataType:
     return pa.uint16() if vocab_size <= 1 << 16 else pa.uint32()
 
 
-class Tokenize(MapStage):
+class Tokenize(MapStage[TokenizeParams]):
     """Token ids from the base model's own tokenizer (exact), with an explicit BOS/EOS policy."""
 
     name = "tokenize"
@@ -75,9 +75,8 @@ class Tokenize(MapStage):
     reads = ("text",)
     writes = (TOKENS, NUM_TOKENS)
 
-    def __init__(self, params: StageParams, context: StageContext | None = None) -> None:
+    def __init__(self, params: TokenizeParams, context: StageContext | None = None) -> None:
         super().__init__(params, context)
-        self.p: TokenizeParams = params  # type: ignore[assignment]
         self.base_dir = self.context.base_dir
 
     # -- what the tokenizer is (cheap: no tokenizer library is imported) --------------
@@ -86,7 +85,7 @@ class Tokenize(MapStage):
     def source(self) -> TokenizerSource:
         found: TokenizerSource | None = self.__dict__.get("_source")
         if found is None:
-            found = resolve_source(self.p.source, self.base_dir, self.p.kind)
+            found = resolve_source(self.params.source, self.base_dir, self.params.kind)
             self.__dict__["_source"] = found
         return found
 
@@ -96,7 +95,7 @@ class Tokenize(MapStage):
         return soft
 
     def tokenizer_fingerprint(self) -> str:
-        return fingerprint_of(self.source, self.p.pattern)
+        return fingerprint_of(self.source, self.params.pattern)
 
     # -- the loaded tokenizer (once per process) --------------------------------------
 
@@ -107,14 +106,14 @@ class Tokenize(MapStage):
         """The loaded tokenizer; `warm` where documents will be encoded (a worker)."""
         enc: Encoder | None = self.__dict__.get("_encoder")
         if enc is None:
-            threads = self.p.threads or max(1, pa.cpu_count())
+            threads = self.params.threads or max(1, pa.cpu_count())
             enc = load_encoder(
-                self.source, threads=threads, pattern=self.p.pattern,
-                special_tokens=self.p.special_tokens, warm=warm,
+                self.source, threads=threads, pattern=self.params.pattern,
+                special_tokens=self.params.special_tokens, warm=warm,
             )  # fmt: skip
             self.__dict__["_encoder"] = enc
             self.__dict__["_policy"] = resolve_policy(
-                enc, self.p.bos, self.p.eos, self.p.bos_token, self.p.eos_token
+                enc, self.params.bos, self.params.eos, self.params.bos_token, self.params.eos_token
             )
         return enc
 
@@ -131,12 +130,12 @@ class Tokenize(MapStage):
         src = self.source
         info: dict[str, Any] = {
             "tokenizer": {
-                "source": self.p.source,
+                "source": self.params.source,
                 "kind": src.kind,
                 "path": str(src.main),
                 "files": file_digests(src),
                 "fingerprint": self.tokenizer_fingerprint(),
-                **({"pattern": self.p.pattern or ""} if src.kind == "tiktoken" else {}),
+                **({"pattern": self.params.pattern or ""} if src.kind == "tiktoken" else {}),
                 "vocab_size": enc.vocab_size,
                 "id_type": str(self.id_type()),
                 "special_tokens": dict(sorted(enc.special.items(), key=lambda kv: kv[1])[:64]),
@@ -145,8 +144,11 @@ class Tokenize(MapStage):
                 "encoder": enc.library,
             }
         }
-        if self.p.pack is not None:
-            info["pack"] = {"seq_len": self.p.pack.seq_len, "where": "shard writer, per partition"}
+        if self.params.pack is not None:
+            info["pack"] = {
+                "seq_len": self.params.pack.seq_len,
+                "where": "shard writer, per partition",
+            }
         return info
 
     # -- schema and packing ---------------------------------------------------------
@@ -155,15 +157,15 @@ class Tokenize(MapStage):
         spec = self.pack_spec()
         if spec is not None:
             return spec.output_schema()
-        if not self.p.keep_text and self.text_field in schema.names:
+        if not self.params.keep_text and self.text_field in schema.names:
             schema = schema.remove(schema.get_field_index(self.text_field))
         schema = schema.append(pa.field(TOKENS, pa.list_(self.id_type())))
         return schema.append(pa.field(NUM_TOKENS, pa.int32()))
 
     def pack_spec(self) -> PackSpec | None:
-        if self.p.pack is None:
+        if self.params.pack is None:
             return None
-        return PackSpec(self.p.pack.seq_len, self.id_type())
+        return PackSpec(self.params.pack.seq_len, self.id_type())
 
     # -- the work ---------------------------------------------------------------------
 
@@ -185,7 +187,7 @@ class Tokenize(MapStage):
         np.cumsum(lengths, out=offsets[1:])
         values = pa.array(flat.astype(self.id_type().to_pandas_dtype(), copy=False))
         input_ids = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), values)
-        if not self.p.keep_text:
+        if not self.params.keep_text:
             batch = batch.drop_columns([self.text_field])
         batch = batch.append_column(pa.field(TOKENS, input_ids.type), input_ids)
         batch = batch.append_column(NUM_TOKENS, pa.array(lengths.astype(np.int32)))
