@@ -1,0 +1,304 @@
+"""One benchmark at two commits in the same run: is the head slower than the base?
+
+    python -m benchmarks.compare_commits --base dfd99bd --head main --bench normalize_dedup
+    python -m benchmarks.compare_commits --base dfd99bd --bench tokenize   # head: this checkout
+    python -m benchmarks.compare_commits --head /work/wt/x --bench noop_prepare --rounds 9
+
+Each commit's curate runs from its own tree (``PYTHONPATH=<tree>``, this interpreter; a
+rev is exported with git archive, a path is used as it is), in alternating rounds (base
+first in even rounds, head first in odd ones), so both sides see the same drift of a
+shared machine. The workloads are the curate contenders of the existing benchmarks:
+
+- normalize_dedup: ``curate run`` of benchmarks/contenders.py's recipe (NFC + exact dedup,
+  2 workers, fsync) on benchmarks/corpus.py's corpus (--size MB, default 100);
+- tokenize, tokenize_tekken: ``curate run`` of benchmarks/tokenize.py's recipe (Mistral 7B
+  v1 SentencePiece or tekken, from the mistral-common wheel; 2 workers) on the same corpus;
+- noop_prepare: benchmarks/noop_prepare.py's 1,000-shard version, built once per side,
+  then per round a fresh process timing --calls (100) no-op ``prepare()`` calls; a
+  round's figure is the median call.
+
+CPU seconds are user + system of the whole process tree (benchmarks/reaper.py), wall
+seconds from its start to the last process's exit; the page cache holds the corpus and
+dirty pages are flushed before each run. It prints every round, the medians per side,
+the ratios head / base, and the issue 15 targets (CPU <= 1.03x and wall <= 1.05x for the
+builds, <= 1.1x for a no-op prepare); with --strict it exits 1 when a ratio misses its
+target. The machine's other load during each run (cores busy with other processes) is
+shown: when it is high, trust CPU over wall. Raw rounds go to
+benchmarks/work/compare/<bench>-<base>-<head>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import yaml
+
+from benchmarks import corpus as corpora
+from benchmarks.contenders import Curate
+from benchmarks.trees import CACHE, export, resolve_head, rev_parse
+
+TREES = CACHE / "trees"
+
+HERE = Path(__file__).resolve().parent
+REAPER = HERE / "reaper.py"
+PROBE = HERE / "compare_noop_probe.py"
+WORK = HERE / "work" / "compare"
+BENCHES = ("normalize_dedup", "tokenize", "tokenize_tekken", "noop_prepare")
+TARGETS = {"cpu": 1.03, "wall": 1.05}
+NOOP_TARGET = 1.10
+MISTRAL_FILES = {"tokenize": "tokenizer.model.v1", "tokenize_tekken": "tekken_240911.json"}
+
+
+@dataclass
+class Round:
+    side: str
+    round: int
+    cpu_s: float
+    wall_s: float
+    other_load: float  # cores other processes kept busy during the run
+
+
+@dataclass
+class Side:
+    name: str  # base or head
+    label: str
+    tree: Path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="dfd99bd")
+    parser.add_argument("--head", help="a tree (path) or a rev; default: this checkout")
+    parser.add_argument("--bench", required=True, choices=BENCHES)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--size", type=int, default=100, help="corpus MB (builds)")
+    parser.add_argument("--calls", type=int, default=100, help="no-op prepare() calls a round")
+    parser.add_argument("--shards", type=int, default=1000, help="shards of the no-op version")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
+    args = parser.parse_args()
+
+    base_sha = rev_parse(args.base)
+    base = Side("base", f"{args.base} = {base_sha[:12]}", export(base_sha, TREES))
+    head_tree, head_label = resolve_head(args.head, TREES)
+    head = Side("head", head_label, head_tree)
+    print(f"{args.bench}: base {base.label}, head {head.label}; {args.rounds} rounds", flush=True)
+    for side in (base, head):
+        compileall.compile_dir(side.tree / "curate", quiet=1)
+    work = WORK / args.bench
+    if args.bench == "noop_prepare":
+        rounds = noop_rounds(args, base, head, work)
+        unit = "ms (median call)"
+    else:
+        rounds = build_rounds(args, base, head, work)
+        unit = "s"
+    ok = report(args, base, head, rounds, unit)
+    raw = WORK / f"{args.bench}-{base_sha[:12]}-{_slug(head.label)}.json"
+    raw.write_text(json.dumps([asdict(r) for r in rounds], indent=1) + "\n")
+    print(f"raw rounds: {raw}")
+    if args.strict and not ok:
+        sys.exit(1)
+
+
+def _slug(label: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in label.split(" ")[-1].strip("()"))[:40]
+
+
+# --- builds (normalize_dedup, tokenize) --------------------------------------------
+
+
+def build_recipe(bench: str, info: corpora.CorpusInfo, out: Path) -> dict:
+    if bench == "normalize_dedup":
+        contender = Curate("curate", "", fsync=True, workers=2)
+        recipe = yaml.safe_load(contender.recipe(info, out.parent))
+    else:
+        from benchmarks.tokenize_convert import mistral_file
+
+        source = mistral_file(MISTRAL_FILES[bench])
+        recipe = {  # benchmarks/tokenize.py's curate contender
+            "name": "tok",
+            "inputs": [str(info.folder / "*.jsonl")],
+            "id_field": "id",
+            "stages": [{"tokenize": {"source": str(source), "bos": False, "eos": True}}],
+            "output": {"shard_size": "256MB", "rejected": False},
+            "engine": {"kind": "local", "workers": 2},
+        }
+    recipe["output"]["root"] = str(out)
+    return recipe
+
+
+def build_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -> list[Round]:
+    info = corpora.build(args.size)
+    rounds = []
+    for r in range(args.rounds):
+        for side in (base, head) if r % 2 == 0 else (head, base):
+            folder = work / side.name
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            recipe = folder / "recipe.yaml"
+            recipe.write_text(yaml.safe_dump(build_recipe(args.bench, info, folder / "out")))
+            warm(info)
+            os.sync()
+            cli = str(Path(sys.executable).with_name("curate"))
+            rounds.append(measured(side, r, [cli, "run", "--quiet", str(recipe)], folder))
+            print(describe(rounds[-1]), flush=True)
+    return rounds
+
+
+def warm(info: corpora.CorpusInfo) -> None:
+    for name in info.files:
+        with open(info.folder / name, "rb") as handle:
+            while handle.read(8 << 20):
+                pass
+
+
+def env_for(side: Side) -> dict[str, str]:
+    """This environment with the side's tree first on the path, caching bytecode as an
+    installed curate would (sessions here export PYTHONDONTWRITEBYTECODE=1)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = str(side.tree)
+    return env
+
+
+def measured(side: Side, r: int, command: list[str], folder: Path) -> Round:
+    result = folder / "rusage.json"
+    log = folder / "stderr.log"
+    busy = _machine_busy()
+    with open(log, "wb") as err:
+        done = subprocess.run(
+            [sys.executable, "-P", str(REAPER), str(result), "--", *command],
+            env=env_for(side),
+            cwd="/",
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+        )
+    busy = _machine_busy() - busy
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise SystemExit(f"{side.name}: {' '.join(command)} exited {done.returncode}:\n{tail}")
+    usage = json.loads(result.read_text())
+    cpu = usage["user_s"] + usage["sys_s"]
+    other = max(0.0, busy - cpu) / usage["wall_s"]
+    return Round(side.name, r, cpu, usage["wall_s"], other)
+
+
+def _machine_busy() -> float:
+    """CPU seconds the machine has been busy (all cores, steal included) since boot."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+# --- no-op prepare -----------------------------------------------------------------
+
+
+def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -> list[Round]:
+    recipes = {}
+    for side in (base, head):  # each side builds its own version, as a user's first call
+        folder = work / side.name
+        shutil.rmtree(folder, ignore_errors=True)
+        recipes[side.name] = noop_recipe(folder, args.shards)
+        cli = str(Path(sys.executable).with_name("curate"))
+        print(f"building the {args.shards}-shard version with {side.name} ...", flush=True)
+        subprocess.run(
+            [cli, "run", "--quiet", str(recipes[side.name])],
+            env=env_for(side),
+            cwd="/",
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+    rounds = []
+    for r in range(args.rounds):
+        for side in (base, head) if r % 2 == 0 else (head, base):
+            busy, started = _machine_busy(), time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-P", str(PROBE), str(recipes[side.name]), str(args.calls)],
+                env=env_for(side),
+                cwd="/",
+                capture_output=True,
+                text=True,
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"{side.name}: the no-op prepare probe failed:\n{done.stderr}")
+            busy, elapsed = _machine_busy() - busy, time.perf_counter() - started
+            timed = json.loads(done.stdout.strip().splitlines()[-1])
+            cpu = statistics.median(timed["cpu_ms"])
+            wall = statistics.median(timed["wall_ms"])
+            other = max(0.0, busy - sum(timed["cpu_ms"]) / 1000) / elapsed
+            rounds.append(Round(side.name, r, cpu, wall, other))
+            print(describe(rounds[-1]), flush=True)
+    return rounds
+
+
+def noop_recipe(folder: Path, shards: int) -> Path:
+    """benchmarks/noop_prepare.py's version: one record per batch, one byte per shard."""
+    data = folder / "data" / "a.jsonl"
+    data.parent.mkdir(parents=True)
+    with open(data, "w", encoding="utf-8") as f:
+        for i in range(shards):
+            f.write(json.dumps({"id": f"d{i}", "text": f"document {i} " + "word " * 20}) + "\n")
+    recipe = folder / "recipe.yaml"
+    recipe.write_text(
+        yaml.safe_dump(
+            {
+                "name": "many",
+                "inputs": [str(folder / "data" / "*.jsonl")],
+                "id_field": "id",
+                "batch_size": 1,
+                "stages": [{"normalize": {}}],
+                "output": {"root": str(folder / "out"), "fsync": False, "shard_size": 1},
+                "engine": {"workers": 1},
+            }
+        )
+    )
+    return recipe
+
+
+# --- report ------------------------------------------------------------------------
+
+
+def describe(r: Round) -> str:
+    return (
+        f"  r{r.round} {r.side}: cpu {r.cpu_s:8.3f}  wall {r.wall_s:8.3f}  "
+        f"other load {r.other_load:4.2f} cores"
+    )
+
+
+def report(args, base: Side, head: Side, rounds: list[Round], unit: str) -> bool:
+    med = {
+        side.name: {
+            what: statistics.median(getattr(r, f"{what}_s") for r in rounds if r.side == side.name)
+            for what in ("cpu", "wall")
+        }
+        for side in (base, head)
+    }
+    load = statistics.median(r.other_load for r in rounds)
+    print(f"\n{args.bench}, medians of {args.rounds} alternating rounds ({unit}):")
+    print(f"  {'side':<6}{'CPU':>10}{'wall':>10}  tree")
+    for side in (base, head):
+        cpu, wall = med[side.name]["cpu"], med[side.name]["wall"]
+        print(f"  {side.name:<6}{cpu:>10.3f}{wall:>10.3f}  {side.label}")
+    ok = True
+    ratios = []
+    for what in ("cpu", "wall"):
+        ratio = med["head"][what] / med["base"][what]
+        target = NOOP_TARGET if args.bench == "noop_prepare" else TARGETS[what]
+        met = ratio <= target
+        ok &= met
+        ratios.append(f"{what} {ratio:.3f} (target <= {target:.2f}: {'ok' if met else 'MISSED'})")
+    print(f"  head/base: {'; '.join(ratios)}")
+    print(f"  other load on the machine, median: {load:.2f} cores (high: trust CPU over wall)")
+    return ok
+
+
+if __name__ == "__main__":
+    main()
