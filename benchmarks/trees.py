@@ -63,9 +63,11 @@ def describe_checkout(path: Path) -> str:
     rev = subprocess.run(
         ["git", "-C", str(path), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
+    if not rev:
+        return "not a git checkout"
     dirty = subprocess.run(
         ["git", "-C", str(path), "status", "--porcelain", "--untracked-files=no"],
         capture_output=True,
         text=True,
     ).stdout.strip()
-    return f"{rev or '?'}{' with uncommitted changes' if dirty else ''}"
+    return f"{rev}{' with uncommitted changes' if dirty else ''}"
