@@ -38,7 +38,7 @@ from curate.quarantine_limits import check_run
 from curate.recipe import Recipe
 from curate.sizes import format_size
 from curate.software import host, versions
-from curate.stages.base import Stage
+from curate.stages.base import BarrierStage, Stage
 from curate.store import Store, write_atomic
 from curate.version import Version
 
@@ -55,7 +55,7 @@ def space_needed(recipe: Recipe, files: list[InputFile], store: Store, fp: str) 
     as done.
     """
     decoded = sum(f.size * _EXPANSION.get(f.format, 1.0) for f in files)
-    barriers = sum(1 for s in recipe.stages if hasattr(s.stage_class, "decide"))
+    barriers = sum(1 for s in recipe.stages if issubclass(s.stage_class, BarrierStage))
     staging = store.staging(fp)
     done = (
         sum(p.stat().st_size for p in staging.rglob("*") if p.is_file()) if staging.exists() else 0

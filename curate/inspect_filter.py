@@ -10,7 +10,7 @@ report.examples["gopher_quality:min_doc_words"]   # [(id, text), ...]
 The sample is read in input order, spread over the partitions (an equal share from
 the start of each), and goes through the recipe's map stages before the filter (a
 barrier before it is skipped: it needs every document). Nothing is written. A stage
-with an `explain(batch)` method (quality_filter) reports every rule on every document,
+whose `explain(batch)` names its rules (quality_filter) reports every rule on every document,
 so a rule's "alone" count is what it would remove with all other rules off; any other
 filter reports the reasons it gives.
 """
@@ -136,9 +136,9 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
     shown = TEXT in batch.schema.names or target.context.chat  # chat: the joined contents
     texts = target.document_texts(batch).to_pylist() if shown else [""] * len(ids)
     first = np.full(batch.num_rows, None, dtype=object)
-    explain = getattr(target, "explain", None)
-    if explain is not None:
-        for rule, fails in explain(batch):
+    rules = target.explain(batch)
+    if rules is not None:
+        for rule, fails in rules:
             report.alone[rule] = int(fails.sum())
             first[fails & (first == None)] = rule  # noqa: E711
             report.examples[rule] = [(ids[i], texts[i]) for i in np.flatnonzero(fails)[:examples]]
@@ -154,7 +154,7 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
                 first[where[doc_id]] = reason
     for rule in [r for r in first if r is not None]:
         report.first[rule] = report.first.get(rule, 0) + 1
-    if explain is None:
+    if rules is None:
         for rule in report.first:
             hits = [i for i, r in enumerate(first) if r == rule][:examples]
             report.examples[rule] = [(ids[i], texts[i]) for i in hits]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -51,15 +51,19 @@ class PackSpec:
 
 
 class AsksForPacking(Protocol):
+    """A stage as packing sees it (every stage: `Stage.pack_spec` defaults to None)."""
+
+    @property
+    def name(self) -> str: ...
+
     def pack_spec(self) -> PackSpec | None: ...
 
 
-def packing_for(stages: Sequence[Any]) -> PackSpec | None:
+def packing_for(stages: Sequence[AsksForPacking]) -> PackSpec | None:
     """The packing a recipe asks for: only its last stage may ask (packing ends the data)."""
     found = None
     for i, stage in enumerate(stages):
-        ask = getattr(stage, "pack_spec", None)
-        spec = ask() if callable(ask) else None
+        spec = stage.pack_spec()
         if spec is None:
             continue
         if i != len(stages) - 1:

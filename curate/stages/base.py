@@ -29,6 +29,7 @@ from curate.stage_params import StageParams
 
 if TYPE_CHECKING:
     from curate.collective.frame import Frame, Summaries
+    from curate.io.packing import PackSpec
 
 ORDER = "_order"
 """Hidden column: the document's position in input order (partition << 40 | row)."""
@@ -213,6 +214,11 @@ class Stage(ABC, Generic[P]):
         """
         return schema
 
+    def pack_spec(self) -> PackSpec | None:
+        """How the shard writer packs this stage's rows (tokenize, chat_template with `pack`);
+        only a recipe's last stage may ask. Default: no packing."""
+        return None
+
     def __getstate__(self) -> dict[str, Any]:
         # Heavy objects built in setup() are named with a leading underscore and never shipped.
         return {k: v for k, v in self.__dict__.items() if not k.startswith("_")}
@@ -223,6 +229,12 @@ class MapStage(Stage[P]):
 
     @abstractmethod
     def process(self, batch: pa.RecordBatch) -> StageResult: ...
+
+    def explain(self, batch: pa.RecordBatch) -> list[tuple[str, np.ndarray]] | None:
+        """For a stage of several rules (quality_filter): each rule and the rows it fails,
+        every rule on every row, so `inspect-filter` can say what a rule removes alone.
+        Default None: the stage's reasons are the ones `process` gives."""
+        return None
 
 
 class FilterStage(MapStage[P]):
