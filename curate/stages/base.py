@@ -154,8 +154,10 @@ class Stage(ABC, Generic[P]):
     name: ClassVar[str]
     Params: ClassVar[type[StageParams]]
     reads: ClassVar[tuple[str, ...]] = ("text",)
-    writes: ClassVar[tuple[str, ...]] = ()
-    removes: ClassVar[tuple[str, ...]] = ()
+    """Columns the stage reads ("text": the text field, or `messages` on chat records).
+    What it writes and removes is said by `output_schema`, the one declaration that follows
+    its parameters (tokenize's keep_text, chat_template's mask, packing) and that gives the
+    shards their schema; the plan's column check folds it over the recipe."""
     shapes: ClassVar[tuple[str, ...]] = ("text",)
     """Record shapes the stage works on, "text" and/or "chat", checked against the recipe;
     unless a stage says, it works on chat records when it reads `messages`, else on text."""

@@ -150,7 +150,6 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
     name = "chat_template"
     Params = ChatTemplateParams
     reads = (MESSAGES,)
-    writes = (TOKENS, LABELS, NUM_TOKENS)
 
     def __init__(self, params: ChatTemplateParams, context: StageContext | None = None) -> None:
         super().__init__(params, context)

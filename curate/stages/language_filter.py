@@ -62,7 +62,6 @@ class LanguageFilter(MapStage[LanguageFilterParams]):
     Params = LanguageFilterParams
     reads = ("text",)
     shapes = ("text", "chat")
-    writes = (LANGUAGE, SCORE)
 
     def setup(self) -> None:
         p = self.params

@@ -99,7 +99,6 @@ class Normalize(MapStage[NormalizeParams]):
     name = "normalize"
     Params = NormalizeParams
     reads = ("text",)
-    writes = ("text",)
     shapes = ("text", "chat")
 
     def software(self) -> dict[str, str]:

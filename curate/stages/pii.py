@@ -118,7 +118,6 @@ class Pii(MapStage[PiiParams]):
     name = "pii"
     Params = PiiParams
     reads = ("text",)
-    writes = ("text",)
     shapes = ("text", "chat")
 
     def _hashes(self) -> bool:

@@ -73,7 +73,6 @@ class Tokenize(MapStage[TokenizeParams]):
     name = "tokenize"
     Params = TokenizeParams
     reads = ("text",)
-    writes = (TOKENS, NUM_TOKENS)
 
     def __init__(self, params: TokenizeParams, context: StageContext | None = None) -> None:
         super().__init__(params, context)
