@@ -19,7 +19,8 @@ shared machine. The workloads are the curate contenders of the existing benchmar
 
 CPU seconds are user + system of the whole process tree (benchmarks/reaper.py), wall
 seconds from its start to the last process's exit; the page cache holds the corpus and
-dirty pages are flushed before each run. It prints every round, the medians per side,
+dirty pages are flushed before each run, and one run a side before the rounds is not
+counted (the first run after a while pays cold caches). It prints every round, the medians per side,
 the ratios head / base, and the issue 15 targets (CPU <= 1.03x and wall <= 1.05x for the
 builds, <= 1.1x for a no-op prepare); with --strict it exits 1 when a ratio misses its
 target. The machine's other load during each run (cores busy with other processes) is
@@ -139,7 +140,7 @@ def build_recipe(bench: str, info: corpora.CorpusInfo, out: Path) -> dict:
 def build_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -> list[Round]:
     info = corpora.build(args.size)
     rounds = []
-    for r in range(args.rounds):
+    for r in range(-1, args.rounds):  # round -1: one run a side, not counted (cold caches)
         for side in (base, head) if r % 2 == 0 else (head, base):
             folder = work / side.name
             shutil.rmtree(folder, ignore_errors=True)
@@ -149,8 +150,10 @@ def build_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -
             warm(info)
             os.sync()
             cli = str(Path(sys.executable).with_name("curate"))
-            rounds.append(measured(side, r, [cli, "run", "--quiet", str(recipe)], folder))
-            print(describe(rounds[-1]), flush=True)
+            run = measured(side, r, [cli, "run", "--quiet", str(recipe)], folder)
+            print(describe(run) + ("  (warm-up, not counted)" if r < 0 else ""), flush=True)
+            if r >= 0:
+                rounds.append(run)
     return rounds
 
 
