@@ -38,6 +38,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -245,7 +246,10 @@ def compare_build(root: Path, case: Case, engine: Engine) -> int:
     for name in sorted(base_files.keys() & head_files.keys()):
         problems += compare_file(name, base_files[name], head_files[name])
     if problems:
-        print(f"DIFFERENT {label}: {len(problems)} difference(s) ({base}, {head})")
+        kinds = Counter(_kind(line.split(": ", 1)[0]) for line in problems)
+        summary = ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items()))
+        print(f"DIFFERENT {label}: {len(problems)} difference(s): {summary}")
+        print(f"    base {base}\n    head {head}")
         for line in problems[:40]:
             print(f"    {line}")
         if len(problems) > 40:
@@ -253,6 +257,19 @@ def compare_build(root: Path, case: Case, engine: Engine) -> int:
     else:
         print(f"identical {label}: {len(base_files)} files ({base_outcome})")
     return len(problems)
+
+
+def _kind(name: str) -> str:
+    """What a differing path is, for the summary line: 'manifest', 'shards', 'rejected', ..."""
+    parts = name.split("/")
+    if parts[-1] == "manifest.json":
+        return "manifest"
+    if any(fnmatch.fnmatchcase(parts[-1], pattern) for pattern in PID_FILES):
+        return "lock files"
+    for part in ("shards", "rejected", "quarantine", ".index", ".locks"):
+        if part in parts[:-1]:
+            return part
+    return parts[-1]
 
 
 def files_under(folder: Path) -> dict[str, Path]:
