@@ -14,14 +14,16 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from curate import accounting, input_watch
+from curate.dirfd import Folder
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
@@ -97,6 +99,7 @@ class Build:
     engine: Any
     progress: ProgressFn
     known_hashes: list[str] | None = None
+    staging_folder: Folder | None = field(default=None, init=False)  # held open while building
 
     def run(self) -> Version:
         """Everything this build creates (staging, shards, side outputs, worker files) gets
@@ -114,6 +117,8 @@ class Build:
             os.umask(umask)
             for version in held:
                 version.release()
+            if self.staging_folder is not None:
+                self.staging_folder.close()
 
     def _check_space(self) -> None:
         if not self.recipe.output.check_space:
@@ -161,9 +166,13 @@ class Build:
         fields = FieldSpec(r.text_field, r.id_field, r.keep_fields(), chat=r.chat)
         segments = make_plan(self.stages)
         position = {id(s): i for i, s in enumerate(self.stages)}
-        staging = self.store.own_file(self.store.staging(self.fingerprint).name)  # not a link
-        input_watch.drop_stale_staging(staging, self.files)  # read from inputs as they were
-        staging.mkdir(exist_ok=True)
+        store, fp = self.store, self.fingerprint
+        staging = store.staging(fp)
+        self.staging_folder = store.open_staging(fp)  # made or found, held open: never a link
+        discard = partial(store.discard, store.staging_name(fp))
+        if input_watch.drop_stale_staging(staging, self.files, discard):  # read from old inputs
+            self.staging_folder.close()
+            self.staging_folder = store.open_staging(fp)
         return Job(
             staging=staging,
             segments=segments,
@@ -251,8 +260,11 @@ class Build:
                 mode=int(r.output.file_mode, 8),
                 fsync=r.output.fsync,
             )
-            path = self.store.publish(out, version, self.fingerprint, fsync=r.output.fsync)
-        shutil.rmtree(job.staging, ignore_errors=True)
+            assert self.staging_folder is not None
+            path = self.store.publish(
+                self.staging_folder, version, self.fingerprint, fsync=r.output.fsync
+            )
+        self.store.discard(self.store.staging_name(self.fingerprint))
         log.info("published %s", path)
         return Version(path).hold()
 

@@ -64,14 +64,17 @@ def content_hash(path: Path) -> str:
 
 
 def cached_content_hashes(
-    cache: Path, files: list[InputFile], save: Callable[[Path, str], None]
+    load: Callable[[], str | None], files: list[InputFile], save: Callable[[str], None]
 ) -> list[str]:
     """Content hashes, computed only for files whose stat identity (size, mtime, ctime, inode)
     changed since cached (a file that changes while it is hashed fails the run); an updated
-    cache is written by `save` (the store: with the recipe's modes)."""
+    cache is written by `save` (the store: with the recipe's modes); `load` reads it (None:
+    no cache yet)."""
     try:
-        known: dict[str, Any] = json.loads(cache.read_text())
-    except (FileNotFoundError, ValueError):
+        known: dict[str, Any] = json.loads(load() or "{}")
+        if not isinstance(known, dict):
+            known = {}
+    except ValueError:
         known = {}
     out, changed = [], False
     for f in files:
@@ -86,7 +89,7 @@ def cached_content_hashes(
         out.append(digest)
         changed = True
     if changed:
-        save(cache, json.dumps(known, indent=1, sort_keys=True))
+        save(json.dumps(known, indent=1, sort_keys=True))
     return out
 
 

@@ -23,13 +23,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from curate.dirfd import Folder
 from curate.errors import CurateError
-from curate.io.shards import fsync_dir
-from curate.modes import modes_of, open_created
 from curate.owned import LINK, Entry, dataset_folders, freed_bytes, is_held, leftovers, versions
 from curate.phases import mark
 from curate.sizes import format_size
-from curate.store import Store, remove_tree
+from curate.store import Store
 
 
 @dataclass(frozen=True)
@@ -94,46 +93,53 @@ def _collect_dataset(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
 
 
 def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
-    dir_mode, file_mode = modes_of(dataset)  # locks gc adds: the dataset folder's modes
-    store = Store(dataset.parent, dataset.name, dir_mode=dir_mode, file_mode=file_mode)
-    with contextlib.nullcontext() if dry_run else _gc_lock(dataset, file_mode):  # one per dataset
-        entries = versions(dataset)
-        ours = [e for e in entries if e.why is None]
-        protected = {e.name for e in ours[-keep:]} | {store.latest()}
-        actions = [
-            Action(f"{dataset.name}/{e.name}", f"skipped, {e.why}", refused=True)
-            for e in entries
-            if e.why is not None
-        ]
-        for entry in ours:
-            if entry.name not in protected:
-                actions.append(_remove_version(store, entry, dry_run))
-        for left in leftovers(dataset):
-            actions.append(_remove_leftover(store, left.name, left.live, dry_run))
+    held = Folder.open(dataset)  # once, never through a link: every name below resolves in it
+    mode = os.fstat(held.fd).st_mode & 0o777  # locks gc adds: the dataset folder's modes
+    store = Store(dataset.parent, dataset.name, dir_mode=mode, file_mode=mode & 0o666)
+    store.use(held)
+    try:
+        with contextlib.nullcontext() if dry_run else _gc_lock(store):  # one per dataset
+            entries = versions(dataset, held)
+            ours = [e for e in entries if e.why is None]
+            protected = {e.name for e in ours[-keep:]} | {store.latest()}
+            actions = [
+                Action(f"{dataset.name}/{e.name}", f"skipped, {e.why}", refused=True)
+                for e in entries
+                if e.why is not None
+            ]
+            for entry in ours:
+                if entry.name not in protected:
+                    actions.append(_remove_version(store, entry, dry_run))
+            for left in leftovers(dataset, held):
+                actions.append(_remove_leftover(store, left.name, left.live, dry_run))
+    finally:
+        store.close()
     return actions
 
 
 def _remove_version(store: Store, entry: Entry, dry_run: bool) -> Action:
     label = f"{store.name}/{entry.name}"
     folder = store.path / entry.name
-    lock = store.read_lock_path(entry.name)
-    if dry_run:
-        if is_held(lock):
-            return Action(label, "kept, a reader holds it")
-        return Action(label, "would remove", freed_bytes(folder))
+    lock = f"{entry.name}.lock"
+    dataset = store.dataset()
     try:
-        with store.try_exclusive(lock) as free:
+        if dry_run:
+            if is_held(dataset, ".locks", lock):
+                return Action(label, "kept, a reader holds it")
+            return Action(label, "would remove", freed_bytes(folder))
+        with store.locks() as locks, store.try_exclusive(locks, lock) as free:
             if not free:
                 return Action(label, "kept, a reader holds it")
             freed = freed_bytes(folder)
             _unlist(store, entry)
             mark("gc_unlist")
-            doomed = store.path / f".deleting-{entry.name}-{os.getpid()}"
-            os.rename(folder, doomed)
-            fsync_dir(store.path)
+            doomed = f".deleting-{entry.name}-{os.getpid()}"
+            dataset.rename(entry.name, dataset, doomed)
+            dataset.fsync()
             mark("gc_rename")
-            remove_tree(doomed, phase="gc_delete")
-            lock.unlink(missing_ok=True)
+            dataset.remove_tree(doomed, phase="gc_delete")
+            with contextlib.suppress(FileNotFoundError):
+                locks.unlink(lock)
     except OSError as exc:
         return Action(label, f"failed, {exc.strerror or exc}", refused=True)
     return Action(label, "removed", freed)
@@ -141,15 +147,17 @@ def _remove_version(store: Store, entry: Entry, dry_run: bool) -> Action:
 
 def _unlist(store: Store, entry: Entry) -> None:
     """Remove every `.index` entry naming this version, durably, before the folder moves."""
-    index = store.path / ".index"
-    if index.is_symlink() or not index.is_dir():
+    try:
+        index = store.dataset().folder(".index")
+    except OSError:  # none, or a link (never followed): nothing filed there is ours
         return
-    for item in os.scandir(index):
-        if item.is_file(follow_symlinks=False):
-            with contextlib.suppress(OSError):
-                if Path(item.path).read_text().strip() == entry.name:
-                    os.unlink(item.path)
-    fsync_dir(index)
+    with index:
+        for item in index.scandir():
+            if item.is_file(follow_symlinks=False):
+                with contextlib.suppress(OSError, UnicodeDecodeError):
+                    if index.read_text(item.name).strip() == entry.name:
+                        index.unlink(item.name)
+        index.fsync()
 
 
 def _remove_leftover(store: Store, name: str, live: bool, dry_run: bool) -> Action:
@@ -160,23 +168,25 @@ def _remove_leftover(store: Store, name: str, live: bool, dry_run: bool) -> Acti
     if dry_run:
         return Action(label, "would remove", freed_bytes(folder))
     freed = freed_bytes(folder)
+    dataset = store.dataset()
     try:
         if name.startswith(".deleting-"):
-            remove_tree(folder, phase="gc_delete")
+            dataset.remove_tree(name, phase="gc_delete")
         else:  # a run may have started since: its build lock decides, as a run's own cleanup
-            with store.try_exclusive(store.build_lock_path(name.removeprefix(".staging-"))) as free:
+            lock = store.build_lock_name(name.removeprefix(".staging-"))
+            with store.try_exclusive(dataset, lock) as free:
                 if not free:
                     return Action(label, "kept, a live run holds it")
-                remove_tree(folder)
+                dataset.remove_tree(name)
     except OSError as exc:
         return Action(label, f"failed, {exc.strerror or exc}", refused=True)
     return Action(label, "removed", freed)
 
 
 @contextlib.contextmanager
-def _gc_lock(dataset: Path, mode: int) -> Iterator[None]:
+def _gc_lock(store: Store) -> Iterator[None]:
     """Two gcs of one dataset take turns (each finishes what it renamed)."""
-    fd = open_created(dataset / ".gc.lock", mode, os.O_RDWR | os.O_NOFOLLOW)
+    fd = store.dataset().open_file(".gc.lock", os.O_RDWR, store.file_mode)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

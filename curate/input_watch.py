@@ -19,8 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +103,12 @@ def hash_unchanged(inp: InputFile, digest: Any) -> str:
     return value
 
 
-def drop_stale_staging(staging: Path, files: list[InputFile]) -> bool:
+def drop_stale_staging(staging: Path, files: list[InputFile], remove: Callable[[], None]) -> bool:
     """Remove the staging folder when anything in it was read from an input that has changed
     since (its first-pass records and checkpoints carry the identity they were read with);
     return whether it was removed. With `input_identity: content` a file rewritten with the
-    same bytes keeps the fingerprint, so its staging would otherwise be resumed."""
+    same bytes keeps the fingerprint, so its staging would otherwise be resumed. `remove`
+    removes it (the store: through the dataset folder it holds open, never through a link)."""
     first = staging / "pass-0"
     if not first.is_dir():
         return False
@@ -123,7 +123,7 @@ def drop_stale_staging(staging: Path, files: list[InputFile]) -> bool:
         if staged is None or tuple(staged) != by_name.get(record.get("input")):
             log.info("input %s changed since %s was staged: reading again", record.get("input"),
                      path.name)  # fmt: skip
-            shutil.rmtree(staging, ignore_errors=True)
+            remove()
             return True
     return False
 

@@ -4,7 +4,8 @@
 at umask 000 a default mode is world-writable, at umask 077 a root shared by a group
 (`dir_mode: "0770"`) locks the group out. So every folder and file curate creates
 outside a build's own umask goes through here and is chmod-ed to the mode asked for.
-A reader (`curate.open`), which has no recipe, takes the dataset folder's own modes.
+A reader (`curate.open`) and `curate gc`, which have no recipe, give what they add (their
+locks) the dataset folder's own modes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ def make_dirs(path: Path, mode: int) -> None:
             if not folder.is_dir():
                 raise
             continue
-        os.chmod(folder, mode)
+        # through the folder just made, not its name: a link swapped in meanwhile stays as is
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
 
 
 def open_created(path: Path, mode: int, flags: int = os.O_RDWR) -> int:
@@ -43,10 +49,3 @@ def open_created(path: Path, mode: int, flags: int = os.O_RDWR) -> int:
         return os.open(path, flags)
     os.fchmod(fd, mode)
     return fd
-
-
-def modes_of(folder: Path) -> tuple[int, int]:
-    """(folder mode, file mode) matching an existing folder's permission bits: what a reader
-    uses for what it adds (its lock) to a dataset folder it did not create."""
-    mode = os.stat(folder).st_mode & 0o777
-    return mode, mode & 0o666

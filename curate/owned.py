@@ -14,16 +14,18 @@ Nothing here follows a symbolic link, waits on a named pipe, writes or creates a
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import re
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from curate.dirfd import Folder
 from curate.errors import CurateError
 from curate.sealed import VERSION_NAME, naming_problem, read_manifest
-from curate.store import Store
 
 LINK = "a symbolic link (gc never follows one)"
 # only the names curate gives them: anything else under those prefixes is not ours
@@ -104,17 +106,21 @@ def not_ours(dataset: Path, name: str) -> str | None:
     return _read_entry(dataset, name).why
 
 
-def versions(dataset: Path) -> list[Entry]:
-    """Every folder named like a version, in version order, each ours or with a reason not."""
-    found = []
-    for e in os.scandir(dataset):
-        if VERSION_NAME.match(e.name) and (e.is_symlink() or e.is_dir()):
-            found.append(_read_entry(dataset, e.name))
+def versions(dataset: Path, held: Folder | None = None) -> list[Entry]:
+    """Every folder named like a version, in version order, each ours or with a reason not.
+    `held`: a descriptor on the dataset folder (gc's), through which every name is read."""
+    with _held(dataset, held) as folder:
+        found = [
+            _read_entry(dataset, e.name, folder.fd)
+            for e in folder.scandir()
+            if VERSION_NAME.match(e.name) and (e.is_symlink() or e.is_dir())
+        ]
     return sorted(found, key=lambda entry: entry.number)
 
 
-def _read_entry(dataset: Path, name: str) -> Entry:
-    manifest, _mode, why = read_manifest(dataset, name)  # the one reader LATEST's check uses too
+def _read_entry(dataset: Path, name: str, dataset_fd: int | None = None) -> Entry:
+    source = dataset if dataset_fd is None else dataset_fd
+    manifest, _mode, why = read_manifest(source, name)  # the one reader LATEST's check uses too
     if why is not None:
         return Entry(name, why=LINK if why == "a symbolic link" else why)
     problem = naming_problem(manifest, dataset, name)
@@ -125,22 +131,38 @@ def _read_entry(dataset: Path, name: str) -> Entry:
     return Entry(name, fingerprint=manifest["fingerprint"])
 
 
-def leftovers(dataset: Path) -> list[Leftover]:
+def leftovers(dataset: Path, held: Folder | None = None) -> list[Leftover]:
     """`.staging-*` and `.deleting-*` folders (links excluded), with their size and liveness."""
-    store = Store(dataset.parent, dataset.name)
     found = []
-    for e in sorted(os.scandir(dataset), key=lambda e: e.name):
-        if LEFTOVER_NAME.match(e.name) and not e.is_symlink() and e.is_dir():
-            staging = e.name.startswith(".staging-")
-            lock = store.build_lock_path(e.name.removeprefix(".staging-"))
-            found.append(Leftover(e.name, freed_bytes(Path(e.path)), staging and is_held(lock)))
+    with _held(dataset, held) as folder:
+        for e in sorted(folder.scandir(), key=lambda e: e.name):
+            if LEFTOVER_NAME.match(e.name) and e.is_dir(follow_symlinks=False):
+                staging = e.name.startswith(".staging-")
+                lock = f".lock-{e.name.removeprefix('.staging-')}"
+                live = staging and is_held(folder, None, lock)
+                found.append(Leftover(e.name, freed_bytes(dataset / e.name), live))
     return found
 
 
-def is_held(lock: Path) -> bool:
-    """Whether some process holds this lock file (shared or exclusive); creates nothing."""
+@contextlib.contextmanager
+def _held(dataset: Path, held: Folder | None) -> Iterator[Folder]:
+    """The descriptor given, or one opened (and closed) here, never through a link."""
+    if held is not None:
+        yield held
+        return
+    with Folder.open(dataset) as folder:
+        yield folder
+
+
+def is_held(folder: Folder, inner: str | None, lock: str) -> bool:
+    """Whether some process holds the lock file `lock` (in the folder `inner` of `folder`)
+    shared or exclusive; creates nothing, follows no link."""
     try:
-        fd = os.open(lock, os.O_RDONLY | os.O_NOFOLLOW)
+        if inner is None:
+            fd = folder.open_file(lock, os.O_RDONLY)
+        else:
+            with folder.folder(inner) as locks:
+                fd = locks.open_file(lock, os.O_RDONLY)
     except OSError:
         return False
     try:

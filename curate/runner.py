@@ -13,6 +13,7 @@ import errno
 import logging
 import os
 import shutil
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -25,7 +26,6 @@ from curate.io.batches import TEXT, FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.readers import check_inputs
 from curate.recipe import Recipe
-from curate.sealed import sealed_manifest
 from curate.stages.base import Stage, StageContext
 from curate.store import Store
 from curate.version import Version
@@ -84,9 +84,10 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None, verify: str)
         file_mode=int(recipe.output.file_mode, 8),
     )
     hashes = None
+    load = partial(store.read_own, ".cache", "input-hashes.json")
+    save = partial(store.save_own, ".cache", "input-hashes.json")
     if recipe.input_identity == "content":
-        cache = store.own_file(".cache", "input-hashes.json")
-        hashes = cached_content_hashes(cache, files, store.save)
+        hashes = cached_content_hashes(load, files, save)
     fp = fingerprint(recipe, files, stages, hashes)
     found, _ = published(store, fp, verify)
     if found is not None:
@@ -99,7 +100,7 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None, verify: str)
         files, FieldSpec(recipe.text_field, recipe.id_field, recipe.keep_fields(), chat=recipe.chat)
     )
     if hashes is not None:  # of the files as listed now (no file is hashed twice)
-        hashes = cached_content_hashes(cache, files, store.save)
+        hashes = cached_content_hashes(load, files, save)
     fp = fingerprint(recipe, files, stages, hashes)
     engine = _engine(recipe, workers)  # a missing engine library fails before anything is written
     new_folders = [p for p in (store.root, store.path) if not p.exists()]
@@ -128,7 +129,7 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None, verify: str)
             # A user error (bad record with on_error: fail, a full disk) is fixed by changing
             # inputs or settings, which changes the fingerprint: this staging is of no more use.
             # A crash or an interrupt keeps it, so the next run resumes its completed partitions.
-            shutil.rmtree(store.staging(fp), ignore_errors=True)
+            store.discard(store.staging_name(fp))
             if new_folders and not store.versions():  # made by this run, for nothing
                 shutil.rmtree(new_folders[0], ignore_errors=True)
             raise
@@ -145,7 +146,7 @@ def published(store: Store, fp: str, verify: str) -> tuple[Version | None, str |
     name = store.indexed(fp)
     if name is None:
         return None, None
-    manifest, problem = sealed_manifest(store.path, name, fp)  # planted, unsealed, unreadable
+    manifest, problem = store.sealed(name, fp)  # planted, unsealed, unreadable
     if problem is None:
         try:
             version = Version(store.path / name, up_to_date=True, manifest=manifest).hold()

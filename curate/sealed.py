@@ -117,14 +117,15 @@ def seal_problem(dataset: Path, name: str, fingerprint: str | None = None) -> st
 
 
 def sealed_manifest(
-    dataset: Path, name: str, fingerprint: str | None = None
+    dataset: Path, name: str, fingerprint: str | None = None, *, dataset_fd: int | None = None
 ) -> tuple[dict[str, Any] | None, str | None]:
     """`seal_problem` with the manifest it read: (manifest, None) for a sealed version, else
-    (None, why). A caller that goes on to use the version reads the same bytes it checked."""
+    (None, why). A caller that goes on to use the version reads the same bytes it checked.
+    `dataset_fd`: a descriptor already open on the dataset folder (the store holds one)."""
     dataset = Path(os.path.abspath(dataset))  # '.', './' or 'v1/..' name the folder too
     if not VERSION_NAME.match(name):
         return None, "not a version name (v1, v2, ...)"
-    data, mode, problem = read_manifest(dataset, name)
+    data, mode, problem = read_manifest(dataset if dataset_fd is None else dataset_fd, name)
     if problem is not None:
         return None, problem
     if mode & 0o222:

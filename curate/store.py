@@ -22,44 +22,37 @@ import fcntl
 import logging
 import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+from curate.dirfd import Folder
 from curate.errors import CurateError, shown
-from curate.io.shards import fsync_dir
-from curate.modes import make_dirs, open_created
+from curate.modes import make_dirs
 from curate.phases import mark
 from curate.roots import claim
-from curate.sealed import VERSION_NAME, seal_problem
+from curate.sealed import VERSION_NAME, sealed_manifest
 
 log = logging.getLogger(__name__)
 _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
-
-
-def locks_folder(dataset: Path) -> Path:
-    """The dataset folder's `.locks/`, which must not be a symbolic link: gc locks and then
-    unlinks `<version>.lock` in it, and readers create their locks there. An OSError
-    otherwise, which gc reports as a failure and a reader as no lock taken."""
-    folder = Path(dataset) / ".locks"
-    if folder.is_symlink():
-        raise OSError(errno.ELOOP, ".locks is a symbolic link (gc never follows one)", str(folder))
-    return folder
+_OWN = "curate reads and writes its own files only inside the dataset folder: remove the link"
 
 
 def write_atomic(path: Path, text: str, *, mode: int = 0o640, fsync: bool = True) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    os.fchmod(fd, mode)  # exactly `mode`, whatever the umask
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    """Replace the file at `path` (in a folder of the build's own, e.g. a staging folder)."""
+    with Folder(os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY), path.parent) as folder:
+        folder.write_atomic(path.name, text, mode, fsync=fsync)
 
 
 class Store:
-    """The versions of one dataset under an output root."""
+    """The versions of one dataset under an output root.
+
+    Everything curate keeps in the dataset folder is reached through one descriptor on it
+    (`dataset()`, opened once, never through a link at its name) and one name at a time
+    with O_NOFOLLOW (`curate.dirfd`): a link planted at `.locks`, `.cache`, `.index`,
+    `LATEST`, a lock or a staging folder, before or during a run, is refused, never
+    followed."""
 
     def __init__(self, root: Path, name: str, *, dir_mode: int = 0o750, file_mode: int = 0o640):
         self.root = Path(root)
@@ -67,25 +60,56 @@ class Store:
         self.path = self.root / name
         self.dir_mode = dir_mode
         self.file_mode = file_mode
+        self._dataset: Folder | None = None
+
+    def dataset(self) -> Folder:
+        """The dataset folder, held open (FileNotFoundError before `ensure` made it; an
+        OSError naming the link when it is one)."""
+        if self._dataset is None:
+            self._dataset = Folder.open(self.path)
+        return self._dataset
+
+    def use(self, dataset: Folder) -> None:
+        """Work through a descriptor the caller already holds on the dataset folder (gc)."""
+        self._dataset = dataset
+
+    def close(self) -> None:
+        if self._dataset is not None:
+            self._dataset.close()
+            self._dataset = None
+
+    def _link(self, exc: OSError) -> CurateError:
+        """The error for a link refused in the dataset folder, or at the dataset folder."""
+        if exc.filename == os.fspath(self.path):
+            message = f"cannot write in output folder {shown(self.path)}: {exc.strerror}"
+        else:
+            message = f"{shown(exc.filename)} is a symbolic link; {_OWN}"
+        return CurateError(message, at=("output", "root"))
 
     # -- reading -------------------------------------------------------------------------
     def versions(self) -> list[str]:
         """Folders named like versions; a symbolic link is never one (it may lead anywhere)."""
-        if not self.path.is_dir():
+        try:
+            entries = self.dataset().scandir()
+        except (FileNotFoundError, NotADirectoryError):
             return []
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._link(exc) from None
+            raise
         found = [
-            p.name
-            for p in self.path.iterdir()
-            if VERSION_NAME.match(p.name) and not p.is_symlink() and p.is_dir()
+            e.name
+            for e in entries
+            if VERSION_NAME.match(e.name) and e.is_dir(follow_symlinks=False)
         ]
         return sorted(found, key=lambda v: int(v[1:]))
 
     def latest(self) -> str | None:
-        """The version name LATEST holds; None when missing or not a version name (readers
-        follow it only to a sealed version: `curate.sealed`)."""
+        """The version name LATEST holds; None when missing, not a regular file or not a
+        version name (readers follow it only to a sealed version: `curate.sealed`)."""
         try:
-            name = (self.path / "LATEST").read_text().strip()
-        except (FileNotFoundError, UnicodeDecodeError):
+            name = self.dataset().read_text("LATEST").strip()
+        except (OSError, UnicodeDecodeError):
             return None
         return name if VERSION_NAME.match(name) else None
 
@@ -94,12 +118,17 @@ class Store:
         version = self.indexed(fingerprint)
         if version is None:
             return None
-        problem = seal_problem(self.path, version, fingerprint)
+        problem = self.sealed(version, fingerprint)[1]
         if problem is not None:  # planted or damaged: build (and file) the version again
             entry = self.path / ".index" / fingerprint
             log.warning("ignoring %s: it names %r, %s", entry, version[:80], problem)
             return None
         return self.path / version
+
+    def sealed(self, version: str, fingerprint: str | None = None) -> tuple[Any, str | None]:
+        """`curate.sealed.sealed_manifest` of a version in this dataset folder, read through
+        the folder held open."""
+        return sealed_manifest(self.path, version, fingerprint, dataset_fd=self.dataset().fd)
 
     def indexed(self, fingerprint: str) -> str | None:
         """The name the index files under this fingerprint, unchecked (`find` and
@@ -107,10 +136,13 @@ class Store:
         its files are intact)."""
         entry = self.path / ".index" / fingerprint
         try:
-            return entry.read_text().strip()
+            with self.dataset().folder(".index") as index:
+                return index.read_text(fingerprint).strip()
         except (FileNotFoundError, NotADirectoryError):  # not built yet (or no root: ensure says)
             return None
         except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._link(exc) from None
             raise CurateError(
                 f"cannot read {entry}: {exc.strerror}", at=("output", "root")
             ) from None
@@ -119,57 +151,91 @@ class Store:
     def ensure(self) -> None:
         try:
             claim(self.root, self.dir_mode, self.file_mode)  # refuses a root of other files
-            self._mkdir(self.path)
+            make_dirs(self.path, self.dir_mode)
         except OSError as exc:
             raise CurateError(
                 f"cannot create output folder {shown(self.path)}: {exc.strerror}",
                 at=("output", "root"),
             ) from None
+        try:
+            self.dataset()
+        except OSError as exc:  # e.g. a link: what it leads to is no folder of this root's
+            raise CurateError(
+                f"cannot write in output folder {shown(self.path)}: {exc.strerror}",
+                at=("output", "root"),
+            ) from None
 
-    def _mkdir(self, path: Path) -> None:
-        make_dirs(path, self.dir_mode)
+    def read_own(self, folder: str, name: str) -> str | None:
+        """A file of curate's own in a folder of the dataset folder (`.cache/...`), or None
+        when there is none yet; a CurateError when the folder or the file is a link."""
+        try:
+            with self.dataset().folder(folder) as inner:
+                return inner.read_text(name)
+        except (FileNotFoundError, NotADirectoryError, UnicodeDecodeError):
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._link(exc) from None
+            return None
 
-    def own_file(self, *parts: str) -> Path:
-        """The path of a file or folder of curate's own under the dataset folder (`.cache/...`,
-        `.staging-*`); a CurateError when it or a folder on the way is a symbolic link, which
-        would make curate read and write files wherever it leads."""
-        path = self.path
-        for part in parts:
-            path = path / part
-            if path.is_symlink():
-                raise CurateError(
-                    f"{shown(path)} is a symbolic link; curate reads and writes its own files "
-                    "only inside the dataset folder: remove the link"
-                )
-        return path
-
-    def save(self, path: Path, text: str) -> None:
-        """Write a file of curate's own under the dataset folder (the content-hash cache),
-        creating the folders on the way, everything with the recipe's modes."""
+    def save_own(self, folder: str, name: str, text: str) -> None:
+        """Write a file of curate's own (the content-hash cache) into a folder of the dataset
+        folder, creating both, everything with the recipe's modes."""
         self.ensure()
-        self._mkdir(path.parent)
-        write_atomic(path, text, mode=self.file_mode, fsync=False)
+        try:
+            with self.dataset().folder(folder, self.dir_mode) as inner:
+                inner.write_atomic(name, text, self.file_mode, fsync=False)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._link(exc) from None
+            raise
 
     def staging(self, fingerprint: str) -> Path:
-        return self.path / f".staging-{fingerprint[:20]}"
+        return self.path / self.staging_name(fingerprint)
 
-    def build_lock_path(self, suffix: str) -> Path:
+    @staticmethod
+    def staging_name(fingerprint: str) -> str:
+        return f".staging-{fingerprint[:20]}"
+
+    def open_staging(self, fingerprint: str) -> Folder:
+        """The build's staging folder, created if missing, held open (a link: CurateError)."""
+        try:
+            return self.dataset().folder(self.staging_name(fingerprint), self.dir_mode)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._link(exc) from None
+            raise
+
+    def check_staging(self, fingerprint: str, staging: Folder) -> None:
+        """The staging folder's name still leads to the folder this build wrote (a link or
+        another folder swapped in during the run: CurateError, nothing is published)."""
+        name = self.staging_name(fingerprint)
+        if not self.dataset().same_as(name, staging):
+            raise CurateError(
+                f"{shown(self.path / name)} was replaced while this run wrote into it (by a "
+                "symbolic link or another folder); nothing published: check who else writes "
+                "the output root",
+                at=("output", "root"),
+            )
+
+    def build_lock_name(self, suffix: str) -> str:
         """The lock a run holds while it builds (and owns `.staging-<suffix>`)."""
-        return self.path / f".lock-{suffix}"
+        return f".lock-{suffix}"
 
     @contextlib.contextmanager
     def lock(self, fingerprint: str) -> Iterator[None]:
         """One builder per fingerprint; other callers wait here, then find the version built."""
-        with self._flock(self.build_lock_path(fingerprint[:20])):
+        with self._flock(self.build_lock_name(fingerprint[:20])):
             yield
 
     @contextlib.contextmanager
-    def _flock(self, path: Path) -> Iterator[None]:
+    def _flock(self, name: str) -> Iterator[None]:
+        path = self.path / name
         try:
-            fd = open_created(path, self.file_mode)
+            fd = self.dataset().open_file(name, os.O_RDWR, self.file_mode)
         except OSError as exc:  # the first file a build writes: an output folder it cannot use
-            message = f"cannot write in output folder {shown(path.parent)}: {exc.strerror}"
-            if exc.errno == errno.ELOOP:
+            message = f"cannot write in output folder {shown(self.path)}: {exc.strerror}"
+            if exc.errno == errno.ELOOP and exc.filename == os.fspath(path):
                 message = f"{shown(path)} is a symbolic link; curate never follows one: remove it"
             raise CurateError(message, at=("output", "root")) from None
         try:
@@ -183,13 +249,14 @@ class Store:
 
     def next_version(self) -> str:
         """Past every name like a version, links and foreign folders too: never published onto."""
-        numbers = [int(p.name[1:]) for p in self.path.iterdir() if VERSION_NAME.match(p.name)]
+        names = [e.name for e in self.dataset().scandir()]
+        numbers = [int(n[1:]) for n in names if VERSION_NAME.match(n)]
         return f"v{max(numbers, default=0) + 1}"
 
     @contextlib.contextmanager
     def publishing(self) -> Iterator[str]:
         """Hold the dataset's publish lock and yield the name the next version will get."""
-        with self._flock(self.path / ".publish.lock"):
+        with self._flock(".publish.lock"):
             self._repair_latest()
             yield self.next_version()
 
@@ -197,7 +264,7 @@ class Store:
         """Cheap check (one folder listing) and, only if LATEST lags, a fix under the lock."""
         versions = self.versions()
         if versions and self.latest() != versions[-1]:
-            with self._flock(self.path / ".publish.lock"):
+            with self._flock(".publish.lock"):
                 self._repair_latest()
 
     def _repair_latest(self) -> None:
@@ -205,17 +272,20 @@ class Store:
         was overwritten): point it at the newest sealed version."""
         versions = self.versions()
         if versions and self.latest() != versions[-1]:
-            newest = next((v for v in reversed(versions) if not seal_problem(self.path, v)), None)
+            newest = next((v for v in reversed(versions) if not self.sealed(v)[1]), None)
             if newest is not None and newest != self.latest():
-                write_atomic(self.path / "LATEST", newest + "\n", mode=self.file_mode)
+                self.dataset().write_atomic("LATEST", newest + "\n", self.file_mode)
 
     def drop_leftover_staging(self, fingerprint: str) -> None:
         """A published fingerprint needs no staging: one left by a crash after the rename goes."""
-        staging = self.staging(fingerprint)
-        if staging.exists():
-            with self.try_exclusive(self.build_lock_path(fingerprint[:20])) as free:
-                if free:
-                    self.discard(staging)
+        name = self.staging_name(fingerprint)
+        try:
+            self.dataset().lstat(name)
+        except OSError:
+            return
+        with self.try_exclusive(self.dataset(), self.build_lock_name(fingerprint[:20])) as free:
+            if free:
+                self.discard(name)
 
     def clean_stale(self, fingerprint: str) -> list[Path]:
         """Remove staging folders of other fingerprints whose builder is gone (its lock is free).
@@ -224,49 +294,62 @@ class Store:
         kept for resuming.
         """
         removed = []
-        for staging in sorted(self.path.glob(".staging-*")):
-            suffix = staging.name.removeprefix(".staging-")
+        names = sorted(e.name for e in self.dataset().scandir() if e.name.startswith(".staging-"))
+        for name in names:
+            suffix = name.removeprefix(".staging-")
             if not _STAGING_SUFFIX.match(suffix):  # named so by someone else: not ours
                 continue
             if suffix == fingerprint[:20]:
                 continue
-            with self.try_exclusive(self.build_lock_path(suffix)) as free:
+            with self.try_exclusive(self.dataset(), self.build_lock_name(suffix)) as free:
                 if free:
-                    self.discard(staging)
-                    removed.append(staging)
+                    self.discard(name)
+                    removed.append(self.path / name)
         return removed
 
-    def publish(self, folder: Path, version: str, fingerprint: str, *, fsync: bool = True) -> Path:
-        """Make a complete folder visible as `version` (call inside `publishing()`)."""
-        target = self.path / version
+    def publish(
+        self, staging: Folder, version: str, fingerprint: str, *, fsync: bool = True
+    ) -> Path:
+        """Make the staging folder's complete `out` visible as `version` (call inside
+        `publishing()`): sealed, filed in the index, renamed, each relative to the folders
+        held open."""
+        self.check_staging(fingerprint, staging)
+        dataset = self.dataset()
         read_only_dir, read_only_file = self.dir_mode & ~0o222, self.file_mode & ~0o222
-        _seal(folder, read_only_dir, read_only_file)
-        if fsync:
-            fsync_dir(folder)
-        index = self.own_file(".index")  # never a link out of the dataset folder
-        self._mkdir(index)
+        with staging.folder("out") as out:
+            _seal(out, read_only_dir, read_only_file)
+            if fsync:
+                out.fsync()
+        try:
+            index = dataset.folder(".index", self.dir_mode)  # never a link out of the folder
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._link(exc) from None
+            raise
         # The index entry first: it means nothing until the folder exists, and once the folder
         # appears a crash cannot leave it unfindable (LATEST is repaired at the next publish).
-        write_atomic(index / fingerprint, version + "\n", mode=self.file_mode, fsync=fsync)
-        os.rename(folder, target)
+        with index:
+            index.write_atomic(fingerprint, version + "\n", self.file_mode, fsync=fsync)
+        staging.rename("out", dataset, version)
         mark("publish")  # a crash test may cut the power here: visible, but LATEST not yet moved
-        os.chmod(target, read_only_dir)  # after the move: moving a folder needs it writable
-        write_atomic(self.path / "LATEST", version + "\n", mode=self.file_mode, fsync=fsync)
+        with dataset.folder(version) as target:
+            target.chmod(read_only_dir)  # after the move: moving a folder needs it writable
+        dataset.write_atomic("LATEST", version + "\n", self.file_mode, fsync=fsync)
         if fsync:
-            fsync_dir(self.path)
-        return target
+            dataset.fsync()
+        return self.path / version
 
     # -- readers' locks (curate.gc deletes versions) ------------------------------------
-    def read_lock_path(self, version: str) -> Path:
-        """Where version's read lock lives; an OSError when `.locks` is a symbolic link (gc
-        would lock and unlink `<version>.lock` wherever it leads)."""
-        return locks_folder(self.path) / f"{version}.lock"
+    def locks(self) -> Folder:
+        """The dataset folder's `.locks/`, created if missing, never through a link: gc locks
+        and then unlinks `<version>.lock` in it, and readers create their locks there."""
+        return self.dataset().folder(".locks", self.dir_mode)
 
     @contextlib.contextmanager
-    def try_exclusive(self, path: Path) -> Iterator[bool]:
-        """Hold `path`'s lock exclusively if no one holds it (True), else yield False at once."""
-        self._mkdir(path.parent)
-        fd = open_created(path, self.file_mode, os.O_RDWR | os.O_NOFOLLOW)
+    def try_exclusive(self, folder: Folder, name: str) -> Iterator[bool]:
+        """Hold the lock file `name` in `folder` exclusively if no one holds it (True), else
+        yield False at once."""
+        fd = folder.open_file(name, os.O_RDWR, self.file_mode)
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -277,51 +360,36 @@ class Store:
         finally:
             os.close(fd)
 
-    def discard(self, folder: Path) -> None:
-        if folder.exists() and not folder.is_symlink():  # a link is not a staging folder of ours
-            remove_tree(folder)
+    def discard(self, name: str) -> None:
+        """Remove a folder of ours in the dataset folder (a staging folder); a link there is
+        not ours and stays, missing is fine."""
+        try:
+            mode = self.dataset().lstat(name).st_mode
+        except OSError:
+            return
+        if stat.S_ISDIR(mode):
+            self.dataset().remove_tree(name)
 
 
-def _seal(folder: Path, dir_mode: int, file_mode: int) -> None:
-    """Published versions are read-only: a trainer's tools must not write into them."""
-    for dirpath, _dirnames, filenames in os.walk(folder, topdown=False):
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), file_mode)
-        if Path(dirpath) != folder:
-            os.chmod(dirpath, dir_mode)
-
-
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+def _seal(folder: Folder, dir_mode: int, file_mode: int) -> None:
+    """Published versions are read-only: a trainer's tools must not write into them. Every
+    file and folder is changed through a descriptor opened without following a link (a link
+    found in a version about to be published fails the publish)."""
+    for entry in folder.scandir():
+        if entry.is_dir(follow_symlinks=False):
+            with folder.folder(entry.name) as inner:
+                _seal(inner, dir_mode, file_mode)
+                inner.chmod(dir_mode)
+        else:
+            fd = folder.open_file(entry.name, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                os.fchmod(fd, file_mode)
+            finally:
+                os.close(fd)
 
 
 def remove_tree(folder: Path, phase: str | None = None) -> None:
-    """Delete a folder curate made, sealed or not, never through a symbolic link.
-
-    Every folder is opened with O_NOFOLLOW relative to its parent's descriptor, so a link
-    (at the top, inside, or swapped in meanwhile) is unlinked, never entered or chmod-ed.
-    `manifest.json` goes first: a folder half-deleted never looks like a version. `phase`
-    is marked once per file removed (crash tests kill gc there).
-    """
-    parent = os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        _remove_dir(parent, folder.name, phase)
-    finally:
-        os.close(parent)
-
-
-def _remove_dir(parent: int, name: str, phase: str | None) -> None:
-    fd = os.open(name, _DIR, dir_fd=parent)
-    try:
-        os.fchmod(fd, 0o700)  # a sealed version's folders are read-only
-        with os.scandir(fd) as listing:
-            entries = sorted(listing, key=lambda e: e.name != "manifest.json")
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                _remove_dir(fd, entry.name, phase)
-            else:
-                os.unlink(entry.name, dir_fd=fd)
-                if phase:
-                    mark(phase)
-    finally:
-        os.close(fd)
-    os.rmdir(name, dir_fd=parent)
+    """Delete a folder curate made, sealed or not, never through a symbolic link
+    (`Folder.remove_tree`, from a descriptor on its parent)."""
+    with Folder(os.open(folder.parent, os.O_RDONLY | os.O_DIRECTORY), folder.parent) as parent:
+        parent.remove_tree(folder.name, phase)

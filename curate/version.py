@@ -25,12 +25,11 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from curate import integrity
+from curate.dirfd import Folder
 from curate.errors import CurateError
 from curate.io.shards import read_stream
-from curate.modes import make_dirs, modes_of, open_created
 from curate.paths import inside
 from curate.sizes import format_size
-from curate.store import locks_folder
 
 if TYPE_CHECKING:
     import datasets
@@ -66,11 +65,11 @@ class Version:
         """Take a shared read lock on this version, so `curate gc` leaves it alone while this
         object lives (or until `release()`). Returns the version, for chaining."""
         if self._lock_fd is None:
-            try:  # the dataset folder's modes: a reader knows no recipe
-                lock = locks_folder(self.path.parent) / f"{self.path.name}.lock"
-                dir_mode, file_mode = modes_of(self.path.parent)
-                make_dirs(lock.parent, dir_mode)
-                fd = open_created(lock, file_mode)
+            try:  # `.locks` and the lock resolved in the dataset folder, never through a link
+                with Folder.open(self.path.parent) as dataset:
+                    mode = os.fstat(dataset.fd).st_mode & 0o777  # a reader knows no recipe
+                    with dataset.folder(".locks", mode) as locks:
+                        fd = locks.open_file(f"{self.path.name}.lock", os.O_RDWR, mode & 0o666)
             except OSError:  # a read-only copy of the dataset: nothing can collect it either
                 return self
             fcntl.flock(fd, fcntl.LOCK_SH)
