@@ -254,3 +254,37 @@ def test_a_60_mb_document_through_every_stage_stays_within_2_gb_of_an_idle_run(
     print(f"\n60 MB document: peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
           f"{peaks['idle'] / 2**30:.2f} GiB, grown {grown / 2**30:.2f} GiB")  # fmt: skip
     assert grown < 2 * 2**30
+
+
+@pytest.mark.timeout(1800)
+def test_a_60_mb_conversation_through_chat_template_stays_within_2_gb_of_an_idle_run(
+    tmp_path: Path,
+) -> None:
+    """Issue 14: a 60 MB conversation (a 30 MB user message, a 30 MB answer) took 11.1 GB
+    in chat_template, whose tokenizer.json encoding with offsets holds ~170 bytes per
+    character. The same chat recipe with and without it, one worker: the peak RSS of the
+    run's processes may grow by less than 2 GB, and the conversation is written. Each
+    content holds an emoji, so Python holds it at four bytes per character (the widest)."""
+    from conftest import REPO
+
+    def conversation(id: str, size: int, seed: int) -> dict[str, Any]:
+        return {"id": id, "messages": [
+            {"role": "user", "content": big_document(size, seed=seed) + " 🤖"},
+            {"role": "assistant", "content": big_document(size, seed=seed + 1) + " 🤖"},
+        ]}  # fmt: skip
+
+    stages = [{"chat_template": {"source": str(REPO / "sample_data/chat/tokenizer")}}]
+    good = [conversation(f"g{i}", 400, 2 * i) for i in range(20)]
+    peaks = {}
+    for name, docs in (("idle", good), ("big", [conversation("big", 30 << 20, 99), *good])):
+        folder = tmp_path / name
+        (folder / "data").mkdir(parents=True)
+        (folder / "data" / "a.jsonl").write_bytes(lines(docs))
+        recipe = write_recipe(folder, inputs=["data/*"], chat={"shape": "messages"},
+                              stages=stages)  # fmt: skip
+        peaks[name], counts = peak_rss(recipe)
+        assert counts["written"] == len(docs), counts
+    grown = peaks["big"] - peaks["idle"]
+    print(f"\n60 MB conversation: peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
+          f"{peaks['idle'] / 2**30:.2f} GiB, grown {grown / 2**30:.2f} GiB")  # fmt: skip
+    assert grown < 2 * 2**30
