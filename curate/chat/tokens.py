@@ -7,7 +7,9 @@ stage's loaders, `curate.tokenizers`):
 
 - tokenizer.json: `tokenizers`, as `transformers` calls it (special-token strings parsed
   anywhere in the text, content included, as transformers does by default), with the
-  library's own character offsets;
+  library's own character offsets; a text longer than 256 Ki characters in pieces, where
+  the tokenizer cuts anyway (`curate.chat.long_conversations`: the offsets of a whole
+  text take ~170 bytes per character);
 - SentencePiece, tekken and tiktoken ranks: the text is cut at the special-token strings
   the *template* wrote, which become their ids; the pieces between are encoded as text by
   `sentencepiece` / `tiktoken`, so a literal `</s>` or `[INST]` inside a message stays text,
@@ -37,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from curate.chat.long_conversations import chat_cuts_safely, encode_long, is_long
 from curate.chat.pieces import Layout, Span, global_spans, token_characters
 from curate.tokenizers.encoders import Encoder, flatten, load_encoder
 from curate.tokenizers.source import TokenizerSource
@@ -166,6 +169,7 @@ class HFChatTokenizer(ChatTokenizer):
         self.specials = {t.content: i for i, t in sorted(added.items()) if t.special}
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
         self.library = f"tokenizers {tokenizers.__version__} encode_batch"
+        self.cuts = chat_cuts_safely(tok.to_str())  # long texts in pieces
 
     def encode(self, texts: list[str], spans: list[list[Span]]) -> list[Encoded | Unmappable]:
         """The overlap rule by two lookups per span: the tokens holding its first and last
@@ -175,7 +179,14 @@ class HFChatTokenizer(ChatTokenizer):
         Python costs more than the encoding; the lookups stay in Rust."""
         if not texts:
             return []
-        out: list[Encoded | Unmappable] = []
+        long = {i for i, t in enumerate(texts) if self.cuts and is_long(t)}
+        if long:  # encoded in pieces (curate.chat.long_conversations), the rest as before
+            rest = [i for i in range(len(texts)) if i not in long]
+            out = self.encode([texts[i] for i in rest], [spans[i] for i in rest])
+            for i in sorted(long):
+                out.insert(i, Encoded(*encode_long(self.tok, texts[i], spans[i])))
+            return out
+        out = []
         encodings = self.tok.encode_batch(texts, add_special_tokens=False)
         flat, lengths = flatten([enc.ids for enc in encodings])
         cuts = np.cumsum(lengths)[:-1]

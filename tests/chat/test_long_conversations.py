@@ -1,0 +1,124 @@
+"""Long conversations encoded in pieces give the whole text's ids and mask (curate.chat.long_conversations).
+
+The texts are ChatML conversations whose contents are the tokenizer identity tests' varied
+strings (every script, digits, punctuation and whitespace runs, code, special-token
+literals: inside contents `tokenizers` parses them as `apply_chat_template` does). Cut
+every 64 characters instead of every 256 KiB, each text is cut hundreds of times, at
+every kind of place the rule allows. The reference is the stage's whole-text encoding
+(`HFChatTokenizer.encode` on texts too short to be cut): its ids and its mask, for the
+assistant spans and for spans drawn anywhere, sorted or not, empty ones included.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from chat_fixtures import TEMPLATES, chat_tokenizer
+from conftest import REPO
+
+from curate.chat.long_conversations import chat_cuts_safely, encode_long, is_long
+from curate.chat.tokens import Encoded, HFChatTokenizer, Span, load_chat_tokenizer
+from curate.tokenizers.long_texts import PIECE_CHARS, cut_points
+from curate.tokenizers.source import resolve_source
+
+sys.path.insert(0, str(REPO / "tests" / "tokenizers"))
+from varied_strings import varied_strings
+
+STRINGS = varied_strings(3000, seed=6)
+
+
+def conversations(rng: random.Random, n: int) -> list[tuple[str, list[Span]]]:
+    """Rendered ChatML texts with their assistant spans (content and <|im_end|>)."""
+    out = []
+    for _ in range(n):
+        text, spans = "", []
+        for _ in range(rng.randint(1, 4)):
+            for role in ("user", "assistant"):
+                content = rng.choice([" ", "\n", ""]).join(
+                    rng.choice(STRINGS) for _ in range(rng.randint(3, 30))
+                )
+                text += f"<|im_start|>{role}\n"
+                start = len(text)
+                text += content + "<|im_end|>"
+                if role == "assistant":
+                    spans.append((start, len(text)))
+                text += "\n"
+        out.append((text, spans))
+    return out
+
+
+def drawn(rng: random.Random, text: str) -> list[Span]:
+    points = sorted(rng.randrange(len(text) + 1) for _ in range(rng.choice([2, 4, 8])))
+    return [(a, b) for a, b in zip(points[::2], points[1::2], strict=True) if b > a]
+
+
+def variants(rng: random.Random, text: str, spans: list[Span]) -> list[list[Span]]:
+    """The assistant's spans, spans drawn anywhere, and irregular ones (out of order, a
+    duplicate, an empty one: decided span by span)."""
+    other = drawn(rng, text)
+    empty = rng.randrange(len(text) + 1)
+    return [spans, other, [], other[::-1], [*spans, *spans[:1]], [*other, (empty, empty)]]
+
+
+@pytest.mark.parametrize("which", ["sample_chat", "chat_fixtures"])
+def test_tokenizer_json_conversations_in_pieces_equal_whole(tmp_path: Path, which: str) -> None:
+    if which == "sample_chat":
+        folder = REPO / "sample_data" / "chat" / "tokenizer"
+    else:
+        folder = chat_tokenizer(tmp_path / "tok", TEMPLATES["chatml"], eos_token="</s>")
+    tok = load_chat_tokenizer(resolve_source(str(folder), str(tmp_path)))
+    assert isinstance(tok, HFChatTokenizer) and tok.cuts
+    rng = random.Random(11)
+    cuts = marked = compared = 0
+    for text, spans in conversations(rng, 12):
+        assert len(text) < PIECE_CHARS and not is_long(text)  # the reference: whole texts
+        cuts += len(cut_points(text, 64))
+        for found in variants(rng, text, spans):
+            [whole] = tok.encode([text], [found])
+            assert isinstance(whole, Encoded)
+            ids, mask = encode_long(tok.tok, text, found, size=64)
+            assert ids.dtype == whole.ids.dtype and mask.dtype == whole.mask.dtype
+            assert np.array_equal(ids, whole.ids)
+            assert np.array_equal(mask, whole.mask), found
+            marked += int(mask.sum())
+            compared += len(ids)
+    assert cuts > 1000
+    assert 0 < marked < compared
+
+
+def test_a_long_text_in_a_batch_keeps_its_place(tmp_path: Path) -> None:
+    """Texts past PIECE_CHARS are cut by `encode`, the others encoded as before, in order."""
+    tok = load_chat_tokenizer(resolve_source(str(REPO / "sample_data/chat/tokenizer"), ""))
+    rng = random.Random(3)
+    short = conversations(rng, 3)
+    long_text, long_spans = "", []
+    while len(long_text) <= PIECE_CHARS:
+        text, spans = conversations(rng, 1)[0]
+        long_spans += [(a + len(long_text), b + len(long_text)) for a, b in spans]
+        long_text += text
+    batch = [short[0], (long_text, long_spans), short[1], short[2]]
+    got = tok.encode([t for t, _ in batch], [s for _, s in batch])
+    assert isinstance(tok, HFChatTokenizer)
+    tok.cuts = False  # the reference: every text whole
+    reference = tok.encode([t for t, _ in batch], [s for _, s in batch])
+    for a, b in zip(got, reference, strict=True):
+        assert isinstance(a, Encoded) and isinstance(b, Encoded)
+        assert np.array_equal(a.ids, b.ids) and np.array_equal(a.mask, b.mask)
+
+
+def test_what_could_see_across_a_cut_is_never_cut() -> None:
+    """Special tokens are parsed out of chat texts: one that holds whitespace, strips it
+    or matches only as a word could see across a cut, so such a tokenizer encodes whole."""
+    data = json.loads((REPO / "sample_data/chat/tokenizer/tokenizer.json").read_text())
+    assert chat_cuts_safely(json.dumps(data))
+    for change in ({"content": "<|im start|>"}, {"lstrip": True}, {"rstrip": True},
+                   {"single_word": True}):  # fmt: skip
+        tokens = [{**t, **change} if t["content"] == "<|im_start|>" else t
+                  for t in data["added_tokens"]]  # fmt: skip
+        assert not chat_cuts_safely(json.dumps({**data, "added_tokens": tokens})), change
+    assert not chat_cuts_safely(json.dumps({**data, "normalizer": {"type": "NFC"}}))
