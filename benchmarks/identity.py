@@ -34,6 +34,7 @@ import fnmatch
 import hashlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -203,6 +204,7 @@ def run_driver(
     }
     env["PYTHONPATH"] = str(tree)
     log = work / f"{side}-{engine.name}.log"
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
     with open(log, "wb") as err:
         done = subprocess.run(
             [sys.executable, "-P", str(DRIVER), str(plan), str(result)],
@@ -210,6 +212,13 @@ def run_driver(
             cwd="/",
             stderr=err,
         )
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    print(
+        f"  {side} {engine.name}: {time.perf_counter() - started:.0f} s, "
+        f"{cpu:.0f} CPU-s (the driver and the workers reaped under it; not Ray's)",
+        flush=True,
+    )
     if done.returncode != 0:
         tail = log.read_text(errors="replace")[-4000:]
         raise SystemExit(
