@@ -13,8 +13,8 @@ from typing import Any
 
 from curate.fingerprint import stage_software
 from curate.io.inputs import InputFile
-from curate.io.splits import HASH, SplitSpec
 from curate.manifest import Counts, FileRecord, InputRecord, SplitRecord, Splits, StageRecord
+from curate.output.splits import HASH, SplitSpec
 from curate.stages.base import BarrierStage, Stage
 
 

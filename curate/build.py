@@ -28,12 +28,12 @@ from curate.engines.job import Job, JobResult, ProgressFn
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
 from curate.io.batches import FieldSpec
-from curate.io.hf_layout import write_hf_dict, write_hf_files
 from curate.io.inputs import InputFile
-from curate.io.packing import packing_for
 from curate.io.partitions import plan_partitions
-from curate.io.shards import write_table
 from curate.manifest import FileRecord, Manifest, reconcile
+from curate.output.hf_layout import write_hf_dict, write_hf_files
+from curate.output.packing import packing_for
+from curate.output.shards import write_table
 from curate.phases import mark
 from curate.plan import check_columns, make_plan
 from curate.quarantine_limits import check_run

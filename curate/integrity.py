@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.errors import CurateError
-from curate.io.hf_layout import hf_files
+from curate.output.hf_layout import hf_files
 from curate.paths import escape
 
 SIDE_OUTPUTS = ("shards", "rejected", "quarantine")

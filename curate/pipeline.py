@@ -33,7 +33,7 @@ from curate.chat.spec import MESSAGES, ChatInput
 from curate.collective.local import LocalSummaries
 from curate.errors import CurateError
 from curate.io.batches import ID
-from curate.io.packing import packing_for
+from curate.output.packing import packing_for
 from curate.plan import make_plan
 from curate.recipe import Recipe, StageSpec, build_stage, shape_problems
 from curate.stages.base import (

@@ -31,7 +31,7 @@ from pydantic_core import PydanticCustomError
 
 from curate.chat.spec import ChatInput
 from curate.errors import CurateError
-from curate.io.splits import SplitSpec
+from curate.output.splits import SplitSpec
 from curate.quarantine_limits import OnError, on_error_schema
 from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams

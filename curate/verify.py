@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from curate.digests import sha256_file
 from curate.integrity import file_problem
-from curate.io.hf_layout import hf_files
 from curate.manifest import Manifest
+from curate.output.hf_layout import hf_files
 from curate.paths import escape
 
 

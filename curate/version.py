@@ -4,7 +4,7 @@ Readers never write into a version folder. `to_dataset()` opens the shards throu
 view folder of symlinks under curate's cache, so the cache files `datasets` writes
 beside its source files on `.map()` land in the view, never in the version.
 
-A version made with `split:` holds its splits side by side (`curate.io.hf_layout`):
+A version made with `split:` holds its splits side by side (`curate.output.hf_layout`):
 `to_dataset()` is then a `DatasetDict`, and `to_arrow`/`to_polars`/`to_dataset` take a
 split's name. Asking a split version for its rows without naming a split is an error
 rather than a silent concatenation of train and held-out data.
@@ -27,7 +27,7 @@ import pyarrow as pa
 from curate import integrity
 from curate.dirfd import Folder
 from curate.errors import CurateError
-from curate.io.shards import read_stream
+from curate.output.shards import read_stream
 from curate.paths import inside
 from curate.sizes import format_size
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.errors import CurateError
-from curate.io.hf_layout import hf_files
 from curate.modes import make_dirs
+from curate.output.hf_layout import hf_files
 from curate.paths import inside
 
 if TYPE_CHECKING:

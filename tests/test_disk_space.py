@@ -13,7 +13,7 @@ from conftest import corpus, write_jsonl, write_recipe
 
 import curate
 from curate.cli import main
-from curate.io import shards
+from curate.output import shards
 
 
 def test_refuses_to_start_when_the_disk_is_too_small(

@@ -11,7 +11,7 @@ from conftest import REPO, corpus, write_jsonl, write_recipe
 
 import curate
 from curate.errors import CurateError
-from curate.io.packing import PackSpec, packing_for
+from curate.output.packing import PackSpec, packing_for
 from curate.stages.tokenize import Tokenize, TokenizeParams
 
 TOKENIZER = str(REPO / "sample_data" / "tokenizer")

@@ -15,8 +15,8 @@ from conftest import REPO, corpus, write_jsonl, write_recipe
 
 import curate
 from curate.errors import CurateError
-from curate.io.splits import SplitSpec
 from curate.loader import open_tokens
+from curate.output.splits import SplitSpec
 from curate.verify import verify
 
 SPLIT = {"validation": 0.1, "seed": 5}

@@ -30,7 +30,7 @@ from curate.engines.tasks import (
     record_path,
 )
 from curate.errors import CurateError
-from curate.io.shards import write_table
+from curate.output.shards import write_table
 from curate.phases import mark
 from curate.stages.base import DECISION_SCHEMA, ORDER, BarrierStage
 

@@ -11,9 +11,9 @@ import pyarrow as pa
 
 from curate.engines.tasks import PassTask
 from curate.io.batches import FieldSpec
-from curate.io.packing import PackSpec
 from curate.io.partitions import Partition
-from curate.io.splits import SplitSpec
+from curate.output.packing import PackSpec
+from curate.output.splits import SplitSpec
 from curate.plan import Segment
 
 ProgressFn = Callable[[str, int, int], None]

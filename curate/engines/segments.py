@@ -13,7 +13,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate.io.shards import ShardInfo, ShardWriter, read_stream
+from curate.output.shards import ShardInfo, ShardWriter, read_stream
 
 
 class SegmentWriter:

@@ -30,12 +30,12 @@ from curate import input_watch
 from curate.engines.segments import SegmentWriter
 from curate.errors import CurateError, DiskFull
 from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
-from curate.io.packing import PackSpec
-from curate.io.partition_output import PartitionOutput
 from curate.io.partitions import Partition
 from curate.io.readers import read_partition
-from curate.io.shards import read_stream, write_table
-from curate.io.splits import SplitSpec
+from curate.output.packing import PackSpec
+from curate.output.partition_output import PartitionOutput
+from curate.output.shards import read_stream, write_table
+from curate.output.splits import SplitSpec
 from curate.paths import escape
 from curate.phases import mark
 from curate.quarantine_limits import check_partition, tally

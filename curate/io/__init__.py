@@ -1,1 +1,2 @@
-"""Reading inputs into partitions of record batches, and writing Arrow shards."""
+"""Reading inputs (JSONL, text folders, Parquet, Arrow IPC, saved datasets) into partitions of
+record batches; `curate.output` writes the shards."""

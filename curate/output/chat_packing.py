@@ -1,6 +1,6 @@
 """Packing whole conversations into rows of at most `seq_len` tokens, for fine-tuning.
 
-Pre-training packing (`curate.io.packing`) cuts one token stream every `seq_len` tokens,
+Pre-training packing (`curate.output.packing`) cuts one token stream every `seq_len` tokens,
 so a document may span rows. A conversation must not: attention and loss have to stay
 inside it. Here rows are filled greedily in input order (next-fit): a conversation goes
 into the current row when it fits, else it starts the next row. No conversation is ever
@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.errors import CurateError
-from curate.io.packing import NUM_TOKENS, TOKENS, PackSpec
+from curate.output.packing import NUM_TOKENS, TOKENS, PackSpec
 
 POSITION_IDS = "position_ids"
 CU_SEQLENS = "cu_seqlens"

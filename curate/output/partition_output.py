@@ -2,7 +2,7 @@
 
 The engine hands every surviving row of a partition, in input order, to one
 `PartitionOutput`. With a `split:` it routes each document to its split first (a seeded
-hash of the id, `curate.io.splits`), so each split has its own shard writer and its own
+hash of the id, `curate.output.splits`), so each split has its own shard writer and its own
 packer, and packed rows never mix splits; without one there is a single writer, exactly
 as before. Shards go to `<folder>/shards/` or `<folder>/<split>/shards/`, named by the
 partition index, so the output never depends on how many workers ran.
@@ -19,9 +19,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate.io.packing import PackSpec
-from curate.io.shards import ShardWriter
-from curate.io.splits import SplitSpec
+from curate.output.packing import PackSpec
+from curate.output.shards import ShardWriter
+from curate.output.splits import SplitSpec
 
 
 class PartitionOutput:

@@ -7,7 +7,7 @@ removed, nor between runs, machines or worker counts; and raising a fraction onl
 documents from train into that split, never out of it. The seed is recorded in the
 resolved recipe (hence in the fingerprint) and in the manifest's `splits` record.
 
-Splitting happens where the final rows are written (`curate.io.partition_output`), per
+Splitting happens where the final rows are written (`curate.output.partition_output`), per
 document and before packing, so a conversation or a pre-training document is wholly in
 one split and packed rows never mix splits.
 """

@@ -29,7 +29,7 @@ from curate.stage_params import StageParams
 
 if TYPE_CHECKING:
     from curate.collective.frame import Frame, Summaries
-    from curate.io.packing import PackSpec
+    from curate.output.packing import PackSpec
 
 ORDER = "_order"
 """Hidden column: the document's position in input order (partition << 40 | row)."""

@@ -51,8 +51,8 @@ from curate.chat.tokens import (
 )
 from curate.errors import CurateError
 from curate.io.batches import ID
-from curate.io.chat_packing import ChatPackSpec
-from curate.io.packing import NUM_TOKENS, TOKENS
+from curate.output.chat_packing import ChatPackSpec
+from curate.output.packing import NUM_TOKENS, TOKENS
 from curate.reasons import NOT_PREFIX_STABLE, template_failure
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
 from curate.stages.tokenize import PackParams, id_type
@@ -126,7 +126,7 @@ class ChatTemplateParams(StageParams):
     pack: PackParams | None = Field(
         None,
         description="Pack whole conversations into ragged rows of at most seq_len tokens, with "
-        "position_ids and cu_seqlens (curate.io.chat_packing); max_len defaults to seq_len.",
+        "position_ids and cu_seqlens (curate.output.chat_packing); max_len defaults to seq_len.",
     )
 
     @model_validator(mode="after")

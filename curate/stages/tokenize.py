@@ -5,7 +5,7 @@ A map stage: each batch's texts go through the family's fastest exact encoder (s
 document, and the ids are stored as the narrowest unsigned type that holds the
 vocabulary. The tokenizer is built in `setup()`, once per worker, and never pickled.
 Packing into fixed-length rows, when asked, happens in the shard writer per partition
-(`curate.io.packing`), so it does not depend on batch sizes.
+(`curate.output.packing`), so it does not depend on batch sizes.
 
 The fingerprint covers each tokenizer file's sha256 and the encoding library's
 version; the manifest records the tokenizer's source, files, vocabulary, special
@@ -21,7 +21,7 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.io.batches import ID
-from curate.io.packing import NUM_TOKENS, TOKENS, PackSpec
+from curate.output.packing import NUM_TOKENS, TOKENS, PackSpec
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
 from curate.tokenizers.encoders import Encoder, library_versions, load_encoder
 from curate.tokenizers.identity import file_digests, fingerprint_of

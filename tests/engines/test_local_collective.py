@@ -11,8 +11,8 @@ import pyarrow as pa
 from curate.collective.local import LocalSummaries
 from curate.engines.barrier_step import write_decision
 from curate.engines.tasks import decision_path
-from curate.io.shards import read_stream
 from curate.minhash.planted import planted_corpus
+from curate.output.shards import read_stream
 from curate.stages.base import DECISION_SCHEMA, ORDER
 from curate.stages.minhash_dedup import MinHashDedup, MinHashDedupParams
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from curate.errors import CurateError
-from curate.io.chat_packing import ChatPackSpec
+from curate.output.chat_packing import ChatPackSpec
 from curate.stages.chat_template import ChatTemplateParams
 
 

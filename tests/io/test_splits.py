@@ -7,7 +7,7 @@ import pyarrow as pa
 import pytest
 import xxhash
 
-from curate.io.splits import SplitSpec
+from curate.output.splits import SplitSpec
 
 
 def ids(n: int, prefix: str = "doc-") -> pa.Array:
