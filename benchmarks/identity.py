@@ -90,7 +90,7 @@ def main() -> None:
     base_sha = rev_parse(args.base)
     root = args.cache / f"{base_sha[:12]}-f{FORMAT}-c{identity_corpus.FORMAT}"
     root.mkdir(parents=True, exist_ok=True)
-    with locked(root / "lock"):
+    with locked(root / "lock", args.head or str(REPO)):
         started = time.perf_counter()
         base_tree = export(base_sha, args.cache / "trees")
         head_tree, head_label = resolve_head(args.head, args.cache / "trees")
@@ -371,13 +371,19 @@ def describe_bytes(a: bytes, b: bytes) -> str:
 
 
 @contextlib.contextmanager
-def locked(path: Path) -> Iterator[None]:
+def locked(path: Path, holder: str) -> Iterator[None]:
+    """Hold path's lock (waiting for it, saying whose run holds it); write holder into it."""
     with open(path, "a+") as handle:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            print(f"waiting for another identity run ({path}) ...", flush=True)
+            handle.seek(0)
+            print(f"waiting for another identity run ({handle.read().strip()}) ...", flush=True)
             fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}, head {holder}, since {time.strftime('%H:%M:%S')}\n")
+        handle.flush()
         try:
             yield
         finally:

@@ -7,10 +7,13 @@ used as it is, uncommitted changes included.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import shutil
 import subprocess
 import tarfile
+import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -31,21 +34,33 @@ def rev_parse(rev: str) -> str:
 
 
 def export(sha: str, trees: Path) -> Path:
-    """The commit's files (git archive), extracted once into trees/<sha>."""
+    """The commit's files (git archive), extracted once into trees/<sha>.
+
+    Extracted beside it and renamed into place, so two runs exporting the same commit at
+    once (the identity check and compare_commits) never see a half-written tree.
+    """
     tree = trees / sha
     if (tree / ".exported").exists():
         return tree
-    shutil.rmtree(tree, ignore_errors=True)
-    tree.mkdir(parents=True)
-    archive = subprocess.run(
-        ["git", "-C", str(REPO), "archive", "--format=tar", sha], capture_output=True, check=True
-    ).stdout
-    tar_path = trees / f"{sha}.tar"
-    tar_path.write_bytes(archive)
-    with tarfile.open(tar_path) as tar:
-        tar.extractall(tree, filter="data")
-    tar_path.unlink()
-    (tree / ".exported").write_text(sha + "\n")
+    trees.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{sha[:12]}-", dir=trees))
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", "--format=tar", sha],
+            capture_output=True,
+            check=True,
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(partial, filter="data")
+        (partial / ".exported").write_text(sha + "\n")
+        if tree.exists() and not (tree / ".exported").exists():  # an export stopped half-way
+            stale = trees / f".stale-{sha[:12]}-{os.getpid()}"
+            tree.rename(stale)
+            shutil.rmtree(stale)
+        with contextlib.suppress(OSError):  # fails when another run renamed its copy first
+            partial.rename(tree)
+    finally:
+        shutil.rmtree(partial, ignore_errors=True)
     return tree
 
 
