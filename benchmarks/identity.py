@@ -109,11 +109,12 @@ def main() -> None:
             if case.note:
                 print(f"{case.name}: {case.note}")
         build_side("base", base_tree, root, inputs, cases, engines, reuse=not args.rebuild_base)
-        build_side("head", head_tree, root, inputs, cases, engines, reuse=False)
+        head_side = f"head-{head_slug(head_tree)}"
+        build_side(head_side, head_tree, root, inputs, cases, engines, reuse=False)
         differences = 0
         for engine in engines:
             for case in cases:
-                differences += compare_build(root, case, engine)
+                differences += compare_build(root, case, engine, head_side)
         total = len(cases) * len(engines)
         elapsed = time.perf_counter() - started
         if differences:
@@ -140,6 +141,13 @@ def prepare_inputs(inputs: Path, base_tree: Path) -> Path:
     counts = identity_corpus.write(inputs / "corpus")
     stamp.write_text(json.dumps(counts) + "\n")
     return inputs
+
+
+def head_slug(tree: Path) -> str:
+    """A folder name for a head's outputs: its tree's name and a hash of its path, so each
+    head keeps its last outputs (to look into a difference) and two heads never mix."""
+    digest = hashlib.sha256(str(tree.resolve()).encode()).hexdigest()[:8]
+    return f"{tree.resolve().name[:24]}-{digest}"
 
 
 def build_key(case: Case, engine: Engine) -> str:
@@ -237,10 +245,10 @@ def run_driver(
 # --- comparison ----------------------------------------------------------------------
 
 
-def compare_build(root: Path, case: Case, engine: Engine) -> int:
+def compare_build(root: Path, case: Case, engine: Engine, head_side: str) -> int:
     """Print how head's build of (case, engine) differs from base's; the number of differences."""
     base = build_dir(root, "base", case, engine)
-    head = build_dir(root, "head", case, engine)
+    head = build_dir(root, head_side, case, engine)
     label = f"{case.name} @ {engine.name}"
     problems: list[str] = []
     base_outcome = json.loads((base / "outcome.json").read_text())
