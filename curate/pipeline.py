@@ -32,13 +32,12 @@ from curate.chat.shapes import to_messages
 from curate.chat.spec import MESSAGES, ChatInput
 from curate.collective.local import LocalSummaries
 from curate.errors import CurateError
-from curate.io.batches import ID
+from curate.io.batches import ID, ORDER
 from curate.output.packing import packing_for
 from curate.plan import make_plan
 from curate.recipe import Recipe, StageSpec, build_stage, shape_problems
 from curate.stages.base import (
     DECISION_SCHEMA,
-    ORDER,
     REJECTED_SCHEMA,
     Stage,
     StageContext,

@@ -25,8 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.collective import piece_ops
-from curate.io.batches import ID
-from curate.stages.base import ORDER
+from curate.io.batches import ID, ORDER
 
 PairScore = Callable[[pa.Array, np.ndarray, np.ndarray], np.ndarray]
 """score(values, left, right): one float per pair; `values` holds a column of each row the

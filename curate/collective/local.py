@@ -26,11 +26,10 @@ from curate.collective.pieces import (
     hash_buckets,
     key_hash,
     load,
-    partition_of,
     range_buckets,
     split,
 )
-from curate.stages.base import ORDER
+from curate.io.batches import ORDER, partition_of
 
 Piece: TypeAlias = pa.Table | Files | Path
 

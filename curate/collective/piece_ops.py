@@ -16,9 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.collective.pieces import concat, key_hash, load, runs
-from curate.io.batches import ID
+from curate.io.batches import ID, ORDER
 from curate.sorted_sets import sorted_unique, unique_pairs
-from curate.stages.base import ORDER
 
 EDGES_SCHEMA = pa.schema([pa.field("a", pa.uint64()), pa.field("b", pa.uint64())])
 FIRSTS_SCHEMA = pa.schema(

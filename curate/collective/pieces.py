@@ -15,11 +15,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curate.stages.base import ORDER
+from curate.io.batches import ORDER, ORDER_SHIFT, partition_of
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
-PART_SHIFT = np.uint64(40)  # `_order` = partition << 40 | row (curate.engines.tasks.ORDER_SHIFT)
-MAX_PARTITIONS = 1 << 24
+MAX_PARTITIONS = 1 << (64 - ORDER_SHIFT)  # every partition an `_order` can point into
 
 
 @dataclass(frozen=True)
@@ -67,10 +66,6 @@ def key_hash(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
 
 def hash_buckets(hashes: np.ndarray, buckets: int) -> np.ndarray:
     return ((hashes * GOLDEN) >> np.uint64(32)) % np.uint64(buckets)
-
-
-def partition_of(orders: np.ndarray) -> np.ndarray:
-    return (orders >> PART_SHIFT).astype(np.int64)
 
 
 def range_buckets(orders: np.ndarray, buckets: int, partitions: int) -> np.ndarray:

@@ -22,7 +22,6 @@ from curate.collective.frame import Frame, Summaries
 from curate.collective.piece_ops import column_sum
 from curate.engines.job import Job, ProgressFn
 from curate.engines.tasks import (
-    ORDER_SHIFT,
     PassTask,
     decision_path,
     files_intact,
@@ -30,9 +29,10 @@ from curate.engines.tasks import (
     record_path,
 )
 from curate.errors import CurateError
+from curate.io.batches import ORDER, partition_of
 from curate.output.shards import write_table
 from curate.phases import mark
-from curate.stages.base import DECISION_SCHEMA, ORDER, BarrierStage
+from curate.stages.base import DECISION_SCHEMA, BarrierStage
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def write_pieces(
     if decision.num_rows == 0:
         return pa.table({"rows": pa.array([], pa.int64())})
     decision = decision.sort_by(ORDER).cast(DECISION_SCHEMA).combine_chunks()
-    parts = decision.column(ORDER).to_numpy() >> np.uint64(ORDER_SHIFT)
+    parts = partition_of(decision.column(ORDER).to_numpy())
     starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
     ends = np.concatenate([starts[1:], [len(parts)]])
     rows = []

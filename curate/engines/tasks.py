@@ -22,14 +22,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate import input_watch
 from curate.engines.segments import SegmentWriter
 from curate.errors import CurateError, DiskFull
-from curate.io.batches import ID, FieldSpec, QuarantineRecord, quarantine_table
+from curate.io.batches import (
+    ID,
+    ORDER,
+    FieldSpec,
+    QuarantineRecord,
+    order_column,
+    quarantine_table,
+)
 from curate.io.partitions import Partition
 from curate.io.readers import read_partition
 from curate.output.packing import PackSpec
@@ -40,7 +46,6 @@ from curate.paths import escape
 from curate.phases import mark
 from curate.quarantine_limits import check_partition, tally
 from curate.stages.base import (
-    ORDER,
     REJECTED_SCHEMA,
     BarrierStage,
     MapStage,
@@ -49,9 +54,6 @@ from curate.stages.base import (
 )
 
 log = logging.getLogger(__name__)
-
-ORDER_SHIFT = 40
-"""`_order` = partition << 40 | row: a trillion rows per partition, a million partitions."""
 
 _READY: dict[str, Stage] = {}
 
@@ -145,9 +147,7 @@ def _source_chunks(
             if n == 0:
                 yield None, chunk.quarantined
                 continue
-            order = (np.uint64(part.index) << np.uint64(ORDER_SHIFT)) + np.arange(
-                row, row + n, dtype=np.uint64
-            )
+            order = order_column(part.index, row, n)
             row += n
             yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
         input_watch.check(part.input)  # what was read is the input as discovered, all of it

@@ -11,10 +11,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 ID = "id"
 TEXT = "text"
+
+ORDER = "_order"
+"""Hidden column beside `id` while a run stages documents (never in a shard): the document's
+position in input order, `partition << ORDER_SHIFT | row`. Barriers key their decisions on
+it, and the collective operations route rows to the partition it points into."""
+
+ORDER_SHIFT = 40
+"""Low bits of `_order` that number a row within its partition: a trillion rows per partition,
+16 million partitions."""
+
+
+def order_column(partition: int, start: int, count: int) -> np.ndarray:
+    """The `_order` values of rows `start .. start + count - 1` of a partition."""
+    return (np.uint64(partition) << np.uint64(ORDER_SHIFT)) + np.arange(
+        start, start + count, dtype=np.uint64
+    )
+
+
+def partition_of(orders: np.ndarray) -> np.ndarray:
+    """The data partition each `_order` value points into."""
+    return (orders >> np.uint64(ORDER_SHIFT)).astype(np.int64)
 
 
 @dataclass(frozen=True)

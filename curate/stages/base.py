@@ -24,15 +24,12 @@ import pyarrow.compute as pc
 
 from curate.chat.contents import Units, joined, units
 from curate.chat.spec import MESSAGES
-from curate.io.batches import ID
+from curate.io.batches import ID, ORDER  # ORDER is also a barrier's name, imported from here
 from curate.stage_params import StageParams
 
 if TYPE_CHECKING:
     from curate.collective.frame import Frame, Summaries
     from curate.output.packing import PackSpec
-
-ORDER = "_order"
-"""Hidden column: the document's position in input order (partition << 40 | row)."""
 
 REJECTED_SCHEMA = pa.schema(
     [

@@ -19,8 +19,8 @@ import xxhash
 from curate.arrow_text import utf8_slices
 from curate.chat.contents import Roles, roles_field, serialized
 from curate.collective.frame import Frame, Summaries
-from curate.io.batches import ID
-from curate.stages.base import ORDER, BarrierStage, StageParams, rejected_table
+from curate.io.batches import ID, ORDER
+from curate.stages.base import BarrierStage, StageParams, rejected_table
 
 DIGEST = "digest"
 

@@ -47,12 +47,12 @@ from pydantic import Field, model_validator
 from curate.chat.contents import Roles, labelled, roles_field
 from curate.collective.frame import Frame, Summaries
 from curate.collective.piece_ops import at_least
-from curate.io.batches import ID
+from curate.io.batches import ID, ORDER
 from curate.minhash.hashes import hash_shingles
 from curate.minhash.lsh import band_keys, candidate_probability
 from curate.minhash.signatures import signatures
 from curate.minhash.verify import estimate_scores, exact_scores
-from curate.stages.base import DECISION_SCHEMA, ORDER, BarrierStage, StageParams, rejected_table
+from curate.stages.base import DECISION_SCHEMA, BarrierStage, StageParams, rejected_table
 
 SIGNATURE = "signature"
 SHINGLES = "shingles"
