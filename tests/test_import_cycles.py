@@ -162,3 +162,22 @@ def test_the_graph_sees_imports_inside_functions_but_not_type_checking() -> None
     path = PACKAGE / "runner.py"
     found = [t for stmt in imports(tree) for t in targets(path, stmt)]
     assert found == ["curate.engines.local"]
+
+
+LAYERS: dict[str, set[str]] = {
+    "curate.stages": {"curate.engines"},
+    "curate.quality": {"curate.engines"},
+    "curate.collective": {"curate.engines", "curate.stages"},
+}
+"""Nodes that must never import others, even in a function: stages run on any engine and
+know none of them, and the collective operations are a library beneath both."""
+
+
+def test_stages_and_collectives_never_import_engines() -> None:
+    edges = graph()
+    wrong = [
+        f"{node} -> {target} ({edges[node][target]})"
+        for node, forbidden in LAYERS.items()
+        for target in sorted(forbidden & edges.get(node, {}).keys())
+    ]
+    assert not wrong, "imports across layers:\n  " + "\n  ".join(wrong)
