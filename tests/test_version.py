@@ -323,3 +323,19 @@ def test_open_reads_the_manifest_once(version: curate.Version) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["1"]
+
+
+def test_a_manifest_that_is_a_link_is_not_read_through(
+    version: curate.Version, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Opening a version folder read a `manifest.json` that is a symbolic link wherever it
+    led; the reader gc and LATEST's check use refuses it, and `curate.open` now uses it too."""
+    import shutil
+
+    copy = tmp_path_factory.mktemp("copy") / "v1"
+    shutil.copytree(version.path, copy)
+    writable(copy)
+    (copy / "manifest.json").unlink()
+    (copy / "manifest.json").symlink_to(version.path / "manifest.json")
+    with pytest.raises(curate.CurateError, match=r"manifest\.json is not a regular file"):
+        curate.open(copy)
