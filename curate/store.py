@@ -316,11 +316,11 @@ class Store:
         self.check_staging(fingerprint, staging)
         dataset = self.dataset()
         read_only_dir, read_only_file = self.dir_mode & ~0o222, self.file_mode & ~0o222
-        with staging.folder("out") as out:
-            _seal(out, read_only_dir, read_only_file)
-            if fsync:
-                out.fsync()
-        try:
+        try:  # a link in the version or at `.index` is refused by name, nothing published
+            with staging.folder("out") as out:
+                _seal(out, read_only_dir, read_only_file)
+                if fsync:
+                    out.fsync()
             index = dataset.folder(".index", self.dir_mode)  # never a link out of the folder
         except OSError as exc:
             if exc.errno == errno.ELOOP:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import builtins
 import fcntl
 import html
-import json
 import os
 from collections.abc import Callable
 from functools import cached_property
@@ -29,6 +28,7 @@ from curate.dirfd import Folder
 from curate.errors import CurateError
 from curate.output.shards import read_stream
 from curate.paths import inside
+from curate.sealed import read_manifest
 from curate.sizes import format_size
 
 if TYPE_CHECKING:
@@ -122,12 +122,10 @@ class Version:
     def manifest(self) -> dict[str, Any]:
         path = self.path / "manifest.json"
         data, self._read_manifest = self._read_manifest, None
-        if data is None:
-            try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                message = f"{path} cannot be read ({exc}); `curate verify` checks it"
-                raise CurateError(message) from None
+        if data is None:  # the reader gc and LATEST's check use: no link, pipe or giant file
+            data, _mode, why = read_manifest(self.path.parent, self.path.name)
+            if why is not None:
+                raise CurateError(f"{path} cannot be read ({why}); `curate verify` checks it")
         if not isinstance(data, dict) or "counts" not in data or "stages" not in data:
             raise CurateError(f"{path} is not a curate manifest; `curate verify` checks it")
         return data
