@@ -60,6 +60,8 @@ def claim(root: Path, dir_mode: int, file_mode: int) -> None:
 def _first_stranger(root: Path) -> str | None:
     """The first entry (by name) of an unmarked root that is not a curate dataset folder."""
     for entry in sorted(os.scandir(root), key=lambda e: e.name):
+        if entry.name == MARK:  # another run's claim, made since this one looked: not a stranger
+            continue
         if not _is_dataset(Path(entry.path)):
             return entry.name
     return None
