@@ -257,15 +257,24 @@ def test_a_60_mb_document_through_every_stage_stays_within_2_gb_of_an_idle_run(
 
 
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("kind", ["tokenizer.json", "sentencepiece"])
 def test_a_60_mb_conversation_through_chat_template_stays_within_2_gb_of_an_idle_run(
-    tmp_path: Path,
+    tmp_path: Path, kind: str
 ) -> None:
     """Issue 14: a 60 MB conversation (a 30 MB user message, a 30 MB answer) took 11.1 GB
-    in chat_template, whose tokenizer.json encoding with offsets holds ~170 bytes per
-    character. The same chat recipe with and without it, one worker: the peak RSS of the
-    run's processes may grow by less than 2 GB, and the conversation is written. Each
-    content holds an emoji, so Python holds it at four bytes per character (the widest)."""
+    in chat_template with a tokenizer.json, whose encoding with offsets holds ~170 bytes
+    per character, and 3.8 GB with Mistral 7B's SentencePiece model, whose answer is a
+    piece of text an assistant span begins inside (`[INST]` is text there), given each
+    token's characters at once. The same chat recipe with and without it, one worker: the
+    peak RSS of the run's processes may grow by less than 2 GB, and the conversation is
+    written. Each content holds an emoji, so Python holds it at four bytes per character
+    (the widest)."""
+    import sys
+
     from conftest import REPO
+
+    sys.path.insert(0, str(REPO / "tests" / "chat"))
+    from chat_fixtures import TEMPLATES, mistral_tokenizer
 
     def conversation(id: str, size: int, seed: int) -> dict[str, Any]:
         return {"id": id, "messages": [
@@ -273,7 +282,11 @@ def test_a_60_mb_conversation_through_chat_template_stays_within_2_gb_of_an_idle
             {"role": "assistant", "content": big_document(size, seed=seed + 1) + " 🤖"},
         ]}  # fmt: skip
 
-    stages = [{"chat_template": {"source": str(REPO / "sample_data/chat/tokenizer")}}]
+    if kind == "tokenizer.json":
+        source = REPO / "sample_data/chat/tokenizer"
+    else:
+        source = mistral_tokenizer(tmp_path / "tok", "tokenizer.model.v1", TEMPLATES["mistral"])
+    stages = [{"chat_template": {"source": str(source)}}]
     good = [conversation(f"g{i}", 400, 2 * i) for i in range(20)]
     peaks = {}
     for name, docs in (("idle", good), ("big", [conversation("big", 30 << 20, 99), *good])):
@@ -285,6 +298,6 @@ def test_a_60_mb_conversation_through_chat_template_stays_within_2_gb_of_an_idle
         peaks[name], counts = peak_rss(recipe)
         assert counts["written"] == len(docs), counts
     grown = peaks["big"] - peaks["idle"]
-    print(f"\n60 MB conversation: peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
+    print(f"\n60 MB conversation ({kind}): peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
           f"{peaks['idle'] / 2**30:.2f} GiB, grown {grown / 2**30:.2f} GiB")  # fmt: skip
     assert grown < 2 * 2**30

@@ -214,7 +214,7 @@ def mistral_tokenizer(folder: Path, name: str, template: str) -> Path:
     import shutil
 
     folder.mkdir(parents=True, exist_ok=True)
-    target = "tokenizer.model" if name.endswith(".v1") else "tekken.json"
+    target = "tokenizer.model" if ".model" in name else "tekken.json"
     shutil.copyfile(mistral_data() / name, folder / target)
     config = {**MISTRAL_SPECIALS, "chat_template": template}
     (folder / "tokenizer_config.json").write_text(json.dumps(config))
