@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from curate.chat.long_conversations import chat_cuts_safely, encode_long, is_long
+from curate.chat.long_pieces import WINDOW_TOKENS, unmappable, windows
 from curate.chat.pieces import Layout, Span, global_spans, token_characters
 from curate.tokenizers.encoders import Encoder, flatten, load_encoder
 from curate.tokenizers.source import TokenizerSource
@@ -229,6 +230,7 @@ class PieceChatTokenizer(ChatTokenizer):
         for token, i in self.specials.items():
             self.table[i] = len(token.encode())
         self.dummy = int(self.table[self._ids("x")].sum()) - 1  # SentencePiece's prefix space
+        self.window_tokens = WINDOW_TOKENS  # past it, tokens given characters in windows
         alternatives = alternation(self.specials)
         self.any_special = re.compile(alternatives)
         # texts rendered from marked contents; the others are searched with any_special
@@ -355,7 +357,58 @@ class PieceChatTokenizer(ChatTokenizer):
     ) -> dict[int, Unmappable]:  # fmt: skip
         """The overlap rule token by token for the `chosen` pieces (written into `out`),
         from each token's characters; the conversations whose chosen pieces' tokens do not
-        add up to their bytes are returned, never guessed."""
+        add up to their bytes are returned, never guessed. Past `window_tokens` tokens,
+        piece by piece, a long piece in windows (`curate.chat.long_pieces`)."""
+        if int(lengths[chosen].sum()) <= self.window_tokens:
+            return self._mask_of(layout, flat, lengths, first, chosen, spans, batch_spans, out)
+        bad: dict[int, Unmappable] = {}
+        group: list[int] = []  # consecutive pieces of at most window_tokens tokens
+        held = 0
+        for k in [*map(int, chosen), None]:
+            size = int(lengths[k]) if k is not None else 0
+            if group and (k is None or held + size > self.window_tokens):
+                found = self._mask_of(layout, flat, lengths, first, np.array(group), spans,
+                                      batch_spans, out)  # fmt: skip
+                for c, exc in found.items():
+                    bad.setdefault(c, exc)  # a conversation's first piece that does not add up
+                group, held = [], 0
+            if k is None:
+                break
+            if size > self.window_tokens:
+                for c, exc in self._mask_in_windows(layout, flat, lengths, first, k, spans,
+                                                    batch_spans, out).items():  # fmt: skip
+                    bad.setdefault(c, exc)
+            else:
+                group.append(k)
+                held += size
+        return bad
+
+    def _mask_in_windows(
+        self, layout: Layout, flat: np.ndarray, lengths: np.ndarray, first: np.ndarray,
+        k: int, spans: list[list[Span]], batch_spans: tuple[np.ndarray, ...], out: np.ndarray,
+    ) -> dict[int, Unmappable]:  # fmt: skip
+        piece, conv, at = layout.pieces[k], int(layout.piece_conv[k]), int(layout.piece_at[k])
+        lo = int(first[k])
+        ids = flat[lo : lo + int(lengths[k])]
+        blob = np.frombuffer(piece.encode(), np.uint8)
+        reason = unmappable(len(blob), ids, self.table, self.dummy)
+        if reason is not None:
+            return {conv: Unmappable(reason)}
+        one = np.zeros(1, np.int64)
+        for start, end, char, text in windows(piece, blob, ids, self.table, self.dummy,
+                                              self.window_tokens):  # fmt: skip
+            window = Layout(pieces=[text], piece_conv=np.array([conv]),
+                            piece_at=np.array([at + char]), **_NO_ITEMS)  # fmt: skip
+            self._mask_of(window, ids[start:end], np.array([end - start]), one, one, spans,
+                          batch_spans, out[lo + start : lo + end],
+                          self.dummy if start == 0 else 0)  # fmt: skip
+        return {}
+
+    def _mask_of(
+        self, layout: Layout, flat: np.ndarray, lengths: np.ndarray, first: np.ndarray,
+        chosen: np.ndarray, spans: list[list[Span]], batch_spans: tuple[np.ndarray, ...],
+        out: np.ndarray, dummy: int | None = None,
+    ) -> dict[int, Unmappable]:  # fmt: skip
         sub_lengths = lengths[chosen]
         sub_first = np.zeros(len(chosen), np.int64)
         np.cumsum(sub_lengths[:-1], out=sub_first[1:])
@@ -363,8 +416,9 @@ class PieceChatTokenizer(ChatTokenizer):
         token = np.arange(int(sub_lengths.sum())) + shift  # their places in `flat`
         pieces = [layout.pieces[k] for k in chosen]
         convs, at = layout.piece_conv[chosen], layout.piece_at[chosen]
+        dummy = self.dummy if dummy is None else dummy
         starts, ends, wrong = token_characters(pieces, convs, at, flat[token], sub_lengths,
-                                               self.table, self.dummy)  # fmt: skip
+                                               self.table, dummy)  # fmt: skip
         bad = {c: Unmappable(reason) for c, reason in wrong.items()}
         s, e, base, regular = batch_spans
         tconv = np.repeat(convs, sub_lengths)  # sorted
@@ -379,6 +433,12 @@ class PieceChatTokenizer(ChatTokenizer):
                 hit[lo:hi] |= (ends[lo:hi] > a) & (starts[lo:hi] < b)
         out[token] = hit
         return bad
+
+
+_EMPTY = np.empty(0, np.int64)
+# a window's Layout: only its pieces, their conversations and places are read
+_NO_ITEMS = {"special": _EMPTY, "is_piece": _EMPTY, "conv": _EMPTY, "start": _EMPTY,
+             "end": _EMPTY, "per_conv": _EMPTY, "base": _EMPTY}  # fmt: skip
 
 
 def _byte_lengths(source: TokenizerSource, encoder: Encoder, vocab_size: int) -> np.ndarray:

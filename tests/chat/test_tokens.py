@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from curate.chat.tokens import Encoded, Span, load_chat_tokenizer
+from curate.chat.tokens import Encoded, Span, Unmappable, load_chat_tokenizer
 from curate.tokenizers.source import resolve_source
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -128,3 +128,35 @@ def test_tokenizer_json_mask_by_lookups_equals_the_overlap_rule(tmp_path: Path) 
         marked += int(encoded.mask.sum())
     assert marked > 1000
     assert tok.encode([], []) == []
+
+
+@pytest.mark.parametrize(
+    "name", ["tokenizer.model.v1", "mistral_instruct_tokenizer_241114.model.v7",
+             "tekken_240911.json"],
+)  # fmt: skip
+def test_long_pieces_in_windows_give_the_mask_of_whole_pieces(tmp_path: Path, name: str) -> None:
+    """A piece with more tokens than `window_tokens` is given its tokens' characters in
+    windows (curate.chat.long_pieces): windows of 2 (a multi-byte character's byte tokens
+    leave no boundary inside), 5 and 7 tokens give the ids, masks and reasons of whole
+    pieces; U+2581 makes SentencePiece's tokens not add up (a reason, whole or in windows)."""
+    folder = mistral_tokenizer(tmp_path / "tok", name, TEMPLATES["mistral"])
+    tok = load_chat_tokenizer(resolve_source(str(folder), str(tmp_path)))
+    texts, spans = texts_and_spans(random.Random(21), 300)
+    texts = [t.replace("hello", "he\u2581llo") if i % 25 == 0 else t for i, t in enumerate(texts)]
+    for i in range(0, 300, 30):  # a few long pieces: spans begin and end inside them
+        words = " ".join(random.Random(i).choice(WORDS) for _ in range(400))
+        texts[i] += words
+        spans[i] = [*spans[i], (len(texts[i]) - len(words) + 7, len(texts[i]) - 9)]
+        spans[i] = sorted(spans[i]) if i % 60 else spans[i][::-1]  # irregular ones too
+    whole = tok.encode(texts, spans)
+    assert sum(isinstance(w, Unmappable) for w in whole) >= (3 if name.endswith(".v1") else 0)
+    for size in (2, 5, 7):
+        tok.window_tokens = size  # type: ignore[attr-defined]
+        got = tok.encode(texts, spans)
+        for a, b in zip(got, whole, strict=True):
+            if isinstance(b, Unmappable):
+                assert isinstance(a, Unmappable) and str(a) == str(b)
+                continue
+            assert isinstance(a, Encoded) and isinstance(b, Encoded)
+            assert np.array_equal(a.ids, b.ids)
+            assert np.array_equal(a.mask, b.mask)
