@@ -46,17 +46,33 @@ def prefix_spans(
     for i, message in enumerate(messages):
         if message["role"] != "assistant":
             continue
+        # one rendering held at a time, and no copy of the turn: a long conversation's
+        # renderings are each as long as it
         before = render(messages[:i], True)
+        start, stable = len(before), full.startswith(before)
+        del before
         upto = render(messages[: i + 1], False)
-        if not (full.startswith(before) and full.startswith(upto) and len(upto) > len(before)):
+        if not (stable and full.startswith(upto) and len(upto) > start):
             raise NotPrefixStable(i)
-        start, end = len(before), len(upto)
-        tail = full[start:end]
-        stripped = tail.rstrip()
-        if len(stripped) < len(tail) and any(stripped.endswith(t) for t in specials if t):
-            end = start + len(stripped)
+        end = len(upto)
+        del upto
+        kept = _stripped_end(full, start, end)
+        if kept < end and any(full.endswith(t, start, kept) for t in specials if t):
+            end = kept
         spans.append((start, end))
     return spans
+
+
+def _stripped_end(text: str, start: int, end: int) -> int:
+    """Where `text[start:end].rstrip()` ends, without copying the whole of it."""
+    at = end
+    while at > start:
+        low = max(start, at - 256)
+        kept = len(text[low:at].rstrip())
+        if kept:
+            return low + kept
+        at = low
+    return start
 
 
 def unmarked_spans(text: str, spans: Sequence[Span]) -> list[Span]:

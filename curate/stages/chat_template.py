@@ -351,40 +351,15 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
                 gc.enable()
 
     def _process(self, batch: pa.RecordBatch) -> StageResult:
-        import jinja2
-
         tok, _, specials = self._loaded()
         column = batch.column(MESSAGES)
         has_special = _contents_matching(column, specials)
-        conversations = column.to_pylist()
-        texts, spans, rows, removed_rows, reasons = [], [], [], [], []
-        remove_special = self.params.special_text == "remove"
-        for row, messages in enumerate(conversations):
-            if remove_special and has_special[row]:
-                removed_rows.append(row)
-                reasons.append("special_token_text_in_content")
-                continue
-            try:
-                marked = tok.marks_content and bool(has_special[row])
-                text, found = self._render(messages, marked=marked)
-            except RenderRefused as exc:  # over budget, or the template's code failed
-                removed_rows.append(row)
-                reasons.append(exc.reason)
-                continue
-            except (TemplateRaised, jinja2.exceptions.TemplateError) as exc:
-                removed_rows.append(row)
-                reasons.append(template_failure(exc, raised=isinstance(exc, TemplateRaised)))
-                continue
-            except NotPrefixStable as exc:
-                removed_rows.append(row)
-                reasons.append(NOT_PREFIX_STABLE(i=exc.message_index))
-                continue
-            texts.append(text)
-            spans.append(found)
-            rows.append(row)
+        texts, spans, rows, removed_rows, reasons = self._rendered(column, has_special)
+        encodings = tok.encode(texts, spans)
+        del texts  # a long conversation's text is freed before its columns are made
         ids_out, masks_out, kept = [], [], []
         truncated = 0
-        for row, encoded in zip(rows, tok.encode(texts, spans), strict=True):
+        for row, encoded in zip(rows, encodings, strict=True):
             if isinstance(encoded, Unmappable):
                 removed_rows.append(row)
                 reasons.append(str(encoded))  # a curate.reasons.UNMAPPABLE
@@ -415,6 +390,47 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
             "content_has_special_token_text": int(has_special.sum()),
         }
         return StageResult(out, removed=removed, counters={k: v for k, v in counters.items() if v})
+
+    def _rendered(
+        self, column: pa.Array, has_special: np.ndarray
+    ) -> tuple[list[str], list[list[tuple[int, int]]], list[int], list[int], list[str]]:
+        """Each conversation's text and assistant spans, or why it is removed: the texts,
+        spans and rows rendered, and the rows removed with their reasons. The contents are
+        Python strings only in here."""
+        import jinja2
+
+        tok = self._loaded()[0]
+        conversations = column.to_pylist()
+        texts: list[str] = []
+        spans: list[list[tuple[int, int]]] = []
+        rows: list[int] = []
+        removed_rows: list[int] = []
+        reasons: list[str] = []
+        remove_special = self.params.special_text == "remove"
+        for row, messages in enumerate(conversations):
+            if remove_special and has_special[row]:
+                removed_rows.append(row)
+                reasons.append("special_token_text_in_content")
+                continue
+            try:
+                marked = tok.marks_content and bool(has_special[row])
+                text, found = self._render(messages, marked=marked)
+            except RenderRefused as exc:  # over budget, or the template's code failed
+                removed_rows.append(row)
+                reasons.append(exc.reason)
+                continue
+            except (TemplateRaised, jinja2.exceptions.TemplateError) as exc:
+                removed_rows.append(row)
+                reasons.append(template_failure(exc, raised=isinstance(exc, TemplateRaised)))
+                continue
+            except NotPrefixStable as exc:
+                removed_rows.append(row)
+                reasons.append(NOT_PREFIX_STABLE(i=exc.message_index))
+                continue
+            texts.append(text)
+            spans.append(found)
+            rows.append(row)
+        return texts, spans, rows, removed_rows, reasons
 
     def _columns(
         self, batch: pa.RecordBatch, kept: list[int], ids: list[np.ndarray],
