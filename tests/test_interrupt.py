@@ -60,9 +60,9 @@ def test_ctrl_c_keeps_completed_partitions_and_says_how_to_resume(tmp_path: Path
     "start",
     [
         pytest.param([], id="fork"),
-        # quality_filter imports polars, whose thread pool rules fork out: a forkserver starts
-        # the workers instead
-        pytest.param([{"quality_filter": {}}], id="forkserver"),
+        # a user stage importing polars, whose thread pool rules fork out: a forkserver
+        # starts the workers instead
+        pytest.param([{"polars_stage:PolarsKeepAll": {}}], id="forkserver"),
     ],
 )
 def test_ctrl_c_twice_stops_at_once_without_a_worker_traceback_and_resumes(

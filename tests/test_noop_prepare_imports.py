@@ -107,16 +107,7 @@ def imported_by_noop_prepare(recipe: Path) -> set[str]:
 @pytest.mark.parametrize(
     "recipe",
     [
-        pytest.param(
-            PRETRAIN,
-            id="pretrain",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="at dfd99bd prepare() builds every stage for the fingerprint "
-                "(runner.build_stages), which imports every stage module; "
-                "curate/quality/c4.py imports polars at module level",
-            ),
-        ),
+        pytest.param(PRETRAIN, id="pretrain"),
         pytest.param(CHAT, id="chat"),
     ],
 )

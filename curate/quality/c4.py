@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 import polars as pl
-from pydantic import Field
 
 from curate.quality import patterns
 from curate.quality.docs import DocBatch, Pieces
+from curate.quality.params import C4Params
 from curate.quality.words import WORD
-from curate.stage_params import StageParams
 
 CITATION = r"\[\d*\]|\[edit\]|\[citation needed\]"
 POLICY_PHRASES = (
@@ -36,18 +35,6 @@ POLICY_PHRASES = (
     "use of cookies",
     "use cookies",
 )
-
-
-class C4Params(StageParams):
-    min_sentences: int | None = Field(5, description="Fewest sentences in the kept lines.")
-    min_words_per_line: int | None = Field(3, description="Lines with fewer words are skipped.")
-    max_word_length: int | None = Field(1000, description="Lines with a longer word are skipped.")
-    terminal_punct: bool = Field(True, description="Skip lines not ending in . ? ! \" '.")
-    remove_citations: bool = Field(True, description="Remove [1], [edit], [citation needed].")
-    lorem_ipsum: bool = Field(True, description="Remove pages with 'lorem ipsum'.")
-    javascript: bool = Field(True, description="Skip lines mentioning javascript.")
-    curly_bracket: bool = Field(True, description="Remove pages with '{'.")
-    policy: bool = Field(True, description="Skip cookie and terms-of-use lines.")
 
 
 def evaluate(

@@ -17,26 +17,10 @@ word splitter's. A document without a non-blank line fails (`empty`).
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field
 
 from curate.quality import patterns
 from curate.quality.docs import DocBatch
-from curate.stage_params import StageParams
-
-
-class FineWebParams(StageParams):
-    min_line_punct_ratio: float | None = Field(
-        0.12, description="Fewest lines ending in terminal punctuation."
-    )
-    line_punct_exclude_zero: bool = Field(
-        False, description="Let documents with no such line pass that rule."
-    )
-    max_short_line_ratio: float | None = Field(0.67, description="Most short lines.")
-    short_line_length: int = Field(30, description="A short line has at most this many chars.")
-    max_dup_line_char_ratio: float | None = Field(
-        0.01, description="Most characters in duplicated lines."
-    )
-    max_newline_word_ratio: float | None = Field(0.3, description="Most newlines per word.")
+from curate.quality.params import FineWebParams
 
 
 def evaluate(

@@ -16,36 +16,12 @@ a bullet is "-" or "•" after leading whitespace; an ellipsis is "..." or "…"
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field
 
 from curate.quality import patterns
 from curate.quality.docs import DocBatch
-from curate.quality.stopwords import GOPHER_STOP_WORDS
-from curate.stage_params import StageParams
+from curate.quality.params import GopherQualityParams
 
 _LINE_WS = r"[\s&&[^\n]]*"
-
-
-class GopherQualityParams(StageParams):
-    min_doc_words: int | None = Field(50, description="Fewest words (symbols not counted).")
-    max_doc_words: int | None = Field(100_000, description="Most words (symbols not counted).")
-    min_avg_word_length: float | None = Field(3, description="Smallest mean word length.")
-    max_avg_word_length: float | None = Field(10, description="Largest mean word length.")
-    max_hash_word_ratio: float | None = Field(0.1, description="Most '#' per word.")
-    max_ellipsis_word_ratio: float | None = Field(0.1, description="Most ellipses per word.")
-    max_bullet_lines_ratio: float | None = Field(
-        0.9, description="Most lines starting with a bullet."
-    )
-    max_ellipsis_lines_ratio: float | None = Field(
-        0.3, description="Most lines ending with an ellipsis."
-    )
-    min_alpha_words_ratio: float | None = Field(
-        0.8, description="Fewest words containing a letter."
-    )
-    min_stop_words: int | None = Field(2, description="Fewest distinct stop words present.")
-    stop_words: list[str] = Field(
-        default_factory=lambda: list(GOPHER_STOP_WORDS), description="The stop words."
-    )
 
 
 def evaluate(

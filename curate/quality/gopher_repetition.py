@@ -17,30 +17,10 @@ datatrove's left-to-right scan (`curate.quality.ngrams`). An empty text fails.
 from __future__ import annotations
 
 import numpy as np
-from pydantic import Field
 
 from curate.quality.docs import DocBatch, Pieces
 from curate.quality.ngrams import NGrams, Rolling, duplicated_ngram_chars, top_ngram_chars
-from curate.stage_params import StageParams
-
-
-class GopherRepetitionParams(StageParams):
-    dup_para_frac: float | None = Field(0.3, description="Most duplicated paragraphs.")
-    dup_para_char_frac: float | None = Field(
-        0.2, description="Most characters in duplicated paragraphs."
-    )
-    dup_line_frac: float | None = Field(0.3, description="Most duplicated lines.")
-    dup_line_char_frac: float | None = Field(
-        0.2, description="Most characters in duplicated lines."
-    )
-    top_ngram_char_frac: dict[int, float] = Field(
-        default_factory=lambda: {2: 0.2, 3: 0.18, 4: 0.16},
-        description="n -> most characters in the most frequent n-gram ({} turns it off).",
-    )
-    dup_ngram_char_frac: dict[int, float] = Field(
-        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10},
-        description="n -> most characters in duplicated n-grams ({} turns it off).",
-    )
+from curate.quality.params import GopherRepetitionParams
 
 
 def _duplicates(pieces: Pieces, n_docs: int) -> tuple[np.ndarray, np.ndarray]:

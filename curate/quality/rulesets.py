@@ -13,12 +13,18 @@ import numpy as np
 
 from curate.quality import c4, fineweb, gopher_quality, gopher_repetition
 from curate.quality.docs import DocBatch
+from curate.quality.params import (
+    C4Params,
+    FineWebParams,
+    GopherQualityParams,
+    GopherRepetitionParams,
+)
 
 Evaluate = Callable[[DocBatch, Any, np.ndarray, bool], list[tuple[str, np.ndarray]]]
 
 RULE_SETS: dict[str, tuple[type, Evaluate]] = {
-    "gopher_repetition": (gopher_repetition.GopherRepetitionParams, gopher_repetition.evaluate),
-    "gopher_quality": (gopher_quality.GopherQualityParams, gopher_quality.evaluate),
-    "c4": (c4.C4Params, c4.evaluate),
-    "fineweb": (fineweb.FineWebParams, fineweb.evaluate),
+    "gopher_repetition": (GopherRepetitionParams, gopher_repetition.evaluate),
+    "gopher_quality": (GopherQualityParams, gopher_quality.evaluate),
+    "c4": (C4Params, c4.evaluate),
+    "fineweb": (FineWebParams, fineweb.evaluate),
 }

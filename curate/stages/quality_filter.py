@@ -24,6 +24,7 @@ line for the line and paragraph rules, and it is kept or removed whole.
 
 from __future__ import annotations
 
+from importlib.metadata import version
 from typing import Any
 
 import numpy as np
@@ -31,12 +32,12 @@ import pyarrow as pa
 from pydantic import Field
 
 from curate.chat.contents import Roles, roles_field
-from curate.quality.c4 import C4Params
-from curate.quality.docs import DocBatch
-from curate.quality.fineweb import FineWebParams
-from curate.quality.gopher_quality import GopherQualityParams
-from curate.quality.gopher_repetition import GopherRepetitionParams
-from curate.quality.rulesets import RULE_SETS
+from curate.quality.params import (
+    C4Params,
+    FineWebParams,
+    GopherQualityParams,
+    GopherRepetitionParams,
+)
 from curate.reasons import QUALITY_RULE
 from curate.stages.base import FilterStage, StageParams
 
@@ -83,6 +84,10 @@ def evaluate_rules(
     stage does); without it every rule judges every document (what `inspect-filter`
     shows: how many each rule would remove on its own).
     """
+    # the rules work on polars: imported on the first batch, never by a no-op prepare()
+    from curate.quality.docs import DocBatch
+    from curate.quality.rulesets import RULE_SETS
+
     docs = DocBatch(texts)
     n = docs.n
     alive = np.ones(n, dtype=bool)
@@ -116,9 +121,7 @@ class QualityFilter(FilterStage[QualityFilterParams]):
     shapes = ("text", "chat")
 
     def software(self) -> dict[str, str]:
-        import polars as pl
-
-        return {"polars": pl.__version__}
+        return {"polars": version("polars")}  # without importing it (a no-op prepare)
 
     def explain(self, batch: pa.RecordBatch) -> list[tuple[str, np.ndarray]]:
         """Every rule's verdict on every document, each as if alone (for inspect-filter)."""
