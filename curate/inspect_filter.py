@@ -30,7 +30,8 @@ from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
 from curate.io.readers import read_partition
 from curate.recipe import Recipe
-from curate.stages.base import BarrierStage, MapStage
+from curate.stages.base import BarrierStage, MapStage, StageCounts
+from curate.stages.chain import run_maps
 
 
 @dataclass
@@ -111,23 +112,18 @@ def inspect_filter(
 
 
 def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterReport:
-    from curate.runner import build_stages
-
-    stages = build_stages(recipe)
+    stages = recipe.build_stages()
     index = _find(stages, stage)
     target = stages[index]
     if not isinstance(target, MapStage):
         raise CurateError(f"inspect-filter: stage {stage!r} is a barrier, not a filter")
     batch = sample_batch(recipe, sample)
-    skipped = []
-    for s in stages[:index]:
-        if isinstance(s, BarrierStage):
-            skipped.append(s.name)
-            continue
-        assert isinstance(s, MapStage)
+    before = stages[:index]
+    skipped = [s.name for s in before if isinstance(s, BarrierStage)]
+    maps = [s for s in before if isinstance(s, MapStage)]
+    for s in maps:
         s.setup()
-        if batch.num_rows:
-            batch = s.process(batch).batch
+    batch = run_maps(batch, maps, [StageCounts() for _ in maps], [])
     target.setup()
     report = FilterReport(target.name, batch.num_rows, skipped)
     if batch.num_rows == 0:

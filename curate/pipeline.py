@@ -40,9 +40,9 @@ from curate.stages.base import (
     DECISION_SCHEMA,
     REJECTED_SCHEMA,
     Stage,
-    StageContext,
     StageCounts,
 )
+from curate.stages.chain import build_stages, run_maps
 from curate.version import Version
 
 QUARANTINED = pa.schema([pa.field(ID, pa.string()), pa.field("reason", pa.string())])
@@ -104,13 +104,9 @@ class Pipeline:
         return specs
 
     def stages(self) -> list[Stage]:
-        specs = self._specs("Pipeline")
-        return [
-            spec.stage_class(
-                spec.params, StageContext(self.text_field, i, chat=self.chat is not None)
-            )
-            for i, spec in enumerate(specs)
-        ]
+        return build_stages(
+            self._specs("Pipeline"), text_field=self.text_field, chat=self.chat is not None
+        )
 
     def process(self, data: pa.Table | Iterable[Mapping[str, Any]]) -> PipelineResult:
         """Run every stage over in-memory data and return what remains and what was removed."""
@@ -137,20 +133,9 @@ class Pipeline:
             batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
             if batch is None:
                 break
-            for stage in segment.maps:
-                result = stage.process(batch)
-                c = counts[labels[id(stage)]]
-                c.docs_in, c.docs_out, c.changed = (
-                    batch.num_rows,
-                    result.batch.num_rows,
-                    result.changed,
-                )
-                if result.counters:
-                    c.counters.update(result.counters)
-                if result.removed is not None:
-                    c.removed.update(result.removed.column("reason").to_pylist())
-                    rejected.append(result.removed)
-                batch = result.batch
+            batch = run_maps(
+                batch, segment.maps, [counts[labels[id(s)]] for s in segment.maps], rejected
+            )
             if segment.barrier is not None:
                 b = segment.barrier
                 decision = b.decide(LocalSummaries.from_tables([b.summarize(batch)]))

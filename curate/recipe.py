@@ -31,10 +31,12 @@ from pydantic_core import PydanticCustomError
 
 from curate.chat.spec import ChatInput
 from curate.errors import CurateError
+from curate.io.batches import TEXT
 from curate.output.splits import SplitSpec
 from curate.quarantine_limits import OnError, on_error_schema
 from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams
+from curate.stages.chain import build_stages
 from curate.stages.registry import resolve
 from curate.yaml_lines import alias_problem, duplicate_keys, format_loc, line_of
 
@@ -339,6 +341,14 @@ class Recipe(_Strict):
 
     def keep_fields(self) -> dict[str, pa.DataType]:
         return {name: FIELD_TYPES[kind] for name, kind in self.fields.items()}
+
+    def build_stages(self) -> list[Stage]:
+        """The recipe's stages, each told its position. Readers put the recipe's `text_field`
+        into the `text` column, so that is the column stages read in a run; with `chat:` they
+        put conversations into `messages`, and text stages work on message contents."""
+        return build_stages(
+            self.stages, text_field=TEXT, chat=self.chat is not None, base_dir=str(self.base_dir)
+        )
 
     def resolved(self) -> dict[str, Any]:
         """The recipe with all defaults filled in, as JSON-ready data (recorded in the manifest)."""

@@ -20,13 +20,12 @@ from typing import Any, Literal
 from curate import integrity
 from curate.build import Build, space_note
 from curate.engines.job import ProgressFn, no_progress
-from curate.errors import CurateError, DiskFull, recipe_part
+from curate.errors import CurateError, DiskFull
 from curate.fingerprint import cached_content_hashes, fingerprint
-from curate.io.batches import TEXT, FieldSpec
+from curate.io.batches import FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.readers import check_inputs
 from curate.recipe import Recipe
-from curate.stages.base import Stage, StageContext
 from curate.store import Store
 from curate.version import Version
 
@@ -35,21 +34,6 @@ log = logging.getLogger(__name__)
 
 def _load(recipe: Recipe | str | os.PathLike[str]) -> Recipe:
     return recipe if isinstance(recipe, Recipe) else Recipe.load(Path(recipe))
-
-
-def build_stages(recipe: Recipe) -> list[Stage]:
-    """The recipe's stages, each told its position. Readers put the recipe's `text_field`
-    into the `text` column, so that is the column stages read in a run; with `chat:` they
-    put conversations into `messages`, and text stages work on message contents."""
-    chat = recipe.chat is not None
-    stages = []
-    for i, spec in enumerate(recipe.stages):
-        with recipe_part("stages", i, spec.name):
-            context = StageContext(
-                text_field=TEXT, position=i, base_dir=str(recipe.base_dir), chat=chat
-            )
-            stages.append(spec.stage_class(spec.params, context))
-    return stages
 
 
 def run(
@@ -76,7 +60,7 @@ def run(
 
 def _run(recipe: Recipe, progress: ProgressFn, workers: int | None, verify: str) -> Version:
     files = discover_inputs(recipe.inputs, recipe.base_dir, check=False)
-    stages = build_stages(recipe)
+    stages = recipe.build_stages()
     store = Store(
         recipe.output_root(),
         recipe.name,

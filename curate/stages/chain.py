@@ -1,0 +1,73 @@
+"""A recipe's stages as objects, and the loop that runs map stages over a batch.
+
+Both are written once here and used by every place that runs stages: the engines'
+partition tasks, `Pipeline.process` and `inspect-filter`. So a stage is built, told its
+position and counted the same way in a run, in a notebook and when tuning a filter.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Protocol
+
+import pyarrow as pa
+
+from curate.errors import recipe_part
+from curate.phases import mark
+from curate.stage_params import StageParams
+from curate.stages.base import MapStage, Stage, StageContext, StageCounts
+
+
+class StageEntry(Protocol):
+    """One validated entry of a stage list (`curate.recipe.StageSpec`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def params(self) -> StageParams: ...
+    @property
+    def stage_class(self) -> type[Stage]: ...
+
+
+def build_stages(
+    entries: Sequence[StageEntry], *, text_field: str, chat: bool, base_dir: str = "."
+) -> list[Stage]:
+    """The stages of a list, each told its position; an error building one names its entry
+    (`stages[i]`) when raised inside a recipe's `located()`."""
+    stages = []
+    for i, entry in enumerate(entries):
+        with recipe_part("stages", i, entry.name):
+            context = StageContext(text_field=text_field, position=i, base_dir=base_dir, chat=chat)
+            stages.append(entry.stage_class(entry.params, context))
+    return stages
+
+
+def run_maps(
+    batch: pa.RecordBatch,
+    stages: Sequence[MapStage],
+    counts: Sequence[StageCounts],
+    rejected: list[pa.Table],
+) -> pa.RecordBatch:
+    """The batch through each map stage in turn, adding to each stage's counts (in, out,
+    changed, removed by reason, its own counters, seconds) and appending the rows a stage
+    removed to `rejected`. A batch left empty goes no further: the stages after it are not
+    called, so they count nothing for it."""
+    for stage, c in zip(stages, counts, strict=True):
+        if batch.num_rows == 0:
+            break
+        mark("map")
+        t = time.perf_counter()
+        result = stage.process(batch)
+        c.docs_in += batch.num_rows
+        c.docs_out += result.batch.num_rows
+        c.changed += result.changed
+        if result.removed is not None and result.removed.num_rows:
+            c.removed.update(Counter(result.removed.column("reason").to_pylist()))
+            rejected.append(result.removed)
+        if result.counters:  # a stage's own counts (StageResult.counters), summed
+            c.counters.update(result.counters)
+        c.seconds += time.perf_counter() - t
+        batch = result.batch
+    return batch
