@@ -52,6 +52,7 @@ from curate.stages.base import (
     Stage,
     StageCounts,
 )
+from curate.stages.chain import run_maps
 
 log = logging.getLogger(__name__)
 
@@ -254,23 +255,8 @@ class PartitionRun:
                 self.prev_counts.removed.update(reasons)
             self.prev_counts.seconds += time.perf_counter() - t
             batch = result.batch
-        for stage, pos in zip(self.maps, self.task.positions, strict=True):
-            if batch.num_rows == 0:
-                return
-            mark("map")
-            t = time.perf_counter()
-            result = stage.process(batch)
-            c = self.counts[pos]
-            c.docs_in += batch.num_rows
-            c.docs_out += result.batch.num_rows
-            c.changed += result.changed
-            if result.removed is not None and result.removed.num_rows:
-                c.removed.update(Counter(result.removed.column("reason").to_pylist()))
-                self.rejected.append(result.removed)
-            if result.counters:  # a stage's own counts (StageResult.counters), summed
-                c.counters.update(result.counters)
-            c.seconds += time.perf_counter() - t
-            batch = result.batch
+        counts = [self.counts[pos] for pos in self.task.positions]
+        batch = run_maps(batch, self.maps, counts, self.rejected)
         if batch.num_rows == 0:
             return
         if self.writer is not None:
