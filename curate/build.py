@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from curate import accounting, input_watch
 from curate.dirfd import Folder
+from curate.engines.base import Engine
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
@@ -96,7 +97,7 @@ class Build:
     stages: list[Stage]
     fingerprint: str
     store: Store
-    engine: Any
+    engine: Engine
     progress: ProgressFn
     known_hashes: list[str] | None = None
     staging_folder: Folder | None = field(default=None, init=False)  # held open while building
@@ -154,9 +155,7 @@ class Build:
             }
             return self._publish(job, result, hashes, started, t0, timings)
         except KeyboardInterrupt:  # while planning too: stop the workers, do not wait for them
-            terminate = getattr(self.engine, "terminate", None)
-            if terminate is not None:
-                terminate()
+            self.engine.terminate()
             raise
         finally:
             self.engine.close()
@@ -242,7 +241,7 @@ class Build:
                 splits=accounting.split_records(r.split, shards),
                 software=versions(accounting.library_versions(stages)),
                 host=host(),
-                engine={"kind": self.engine.kind, "workers": getattr(self.engine, "workers", None)},
+                engine={"kind": self.engine.kind, "workers": self.engine.workers},
                 timings={**timings, "total": round(time.perf_counter() - t0, 4)},
                 started=started.isoformat(),
                 finished=datetime.now(UTC).isoformat(),

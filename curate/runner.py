@@ -15,10 +15,11 @@ import os
 import shutil
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from curate import integrity
 from curate.build import Build, space_note
+from curate.engines.base import Engine
 from curate.engines.job import ProgressFn, no_progress
 from curate.errors import CurateError, DiskFull
 from curate.fingerprint import cached_content_hashes, fingerprint
@@ -151,7 +152,7 @@ def published(store: Store, fp: str, verify: str) -> tuple[Version | None, str |
     return None, f"{name[:80]} is damaged ({problem})"
 
 
-def _engine(recipe: Recipe, workers: int | None) -> Any:
+def _engine(recipe: Recipe, workers: int | None) -> Engine:
     spec = recipe.engine
     if spec.kind == "ray":
         try:

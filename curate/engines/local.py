@@ -14,7 +14,6 @@ import multiprocessing
 import signal
 import sys
 import threading
-import time
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from multiprocessing import resource_tracker
 from multiprocessing.context import BaseContext
@@ -23,10 +22,10 @@ from typing import Any
 import pyarrow as pa
 
 from curate.collective.frame import Summaries
-from curate.engines.barrier_step import decide_once, split_completed, summary_files
-from curate.engines.job import Job, JobResult, ProgressFn, no_progress
+from curate.engines.barrier_step import summary_files
+from curate.engines.base import Engine
+from curate.engines.job import Job, ProgressFn
 from curate.engines.tasks import PassTask, pass_dir, run_pass_task
-from curate.stages.base import BarrierStage
 
 log = logging.getLogger(__name__)
 
@@ -65,8 +64,9 @@ def _import_collective() -> None:
     import curate.collective.local  # noqa: F401
 
 
-class LocalEngine:
+class LocalEngine(Engine):
     kind = "local"
+    workers: int
 
     def __init__(self, workers: int = 1) -> None:
         self.workers = max(1, workers)
@@ -115,29 +115,12 @@ class LocalEngine:
                 self.terminate()
                 raise
 
-    def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
-        result = JobResult(records=[])
+    def begin(self, job: Job) -> None:
         if len(job.partitions) > 1:
             self.start()
         if any(seg.barrier is not None for seg in job.segments):
             # The driver idles while workers run the first pass: import the collectives meanwhile.
             threading.Thread(target=_import_collective, daemon=True).start()
-        pool = self._pool
-        try:
-            for k, segment in enumerate(job.segments):
-                tasks = [job.task(k, part) for part in job.partitions]
-                t = time.perf_counter()
-                result.records.append(self._run_pass(tasks, pool, f"pass {k + 1}", progress))
-                result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
-                if segment.barrier is not None:
-                    info = self._decide(job, k, segment.barrier, result.records[k], progress)
-                    result.decisions[job.barrier_positions[k]] = info
-        except KeyboardInterrupt:
-            self.terminate()
-            raise
-        finally:
-            self.close()
-        return result
 
     def close(self) -> None:
         if self._pool is not None:
@@ -163,36 +146,32 @@ class LocalEngine:
                 if process.is_alive():
                     process.kill()
 
-    def _run_pass(
-        self, tasks: list[PassTask], pool: Executor | None, phase: str, progress: ProgressFn
-    ) -> list[dict[str, Any]]:
-        records, todo = split_completed(tasks, phase)
-        total = len(tasks)
-        progress(phase, len(records), total)
+    def run_tasks(
+        self,
+        tasks: list[PassTask],
+        records: dict[int, dict[str, Any]],
+        phase: str,
+        total: int,
+        progress: ProgressFn,
+    ) -> None:
+        pool = self._pool
         if pool is None:
-            for task in todo:
+            for task in tasks:
                 records[task.partition.index] = run_pass_task(task)
                 progress(phase, len(records), total)
-        else:
-            pending = {pool.submit(run_pass_task, task) for task in todo}
-            while pending:
-                # Timed: a Ctrl-C can reach any thread of the driver (polars and Arrow start
-                # their own), and Python's handler runs only once the main thread wakes up.
-                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-                for future in done:
-                    record = future.result()
-                    records[record["partition"]] = record
-                    progress(phase, len(records), total)
-        return [records[t.partition.index] for t in tasks]
+            return
+        pending = {pool.submit(run_pass_task, task) for task in tasks}
+        while pending:
+            # Timed: a Ctrl-C can reach any thread of the driver (polars and Arrow start
+            # their own), and Python's handler runs only once the main thread wakes up.
+            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+            for future in done:
+                record = future.result()
+                records[record["partition"]] = record
+                progress(phase, len(records), total)
 
-    def _decide(
-        self, job: Job, k: int, barrier: BarrierStage, records: list[dict[str, Any]],
-        progress: ProgressFn,
-    ) -> dict[str, Any]:  # fmt: skip
-        def summaries() -> Summaries:
-            from curate.collective.local import LocalSummaries
+    def summaries(self, job: Job, k: int, records: list[dict[str, Any]]) -> Summaries:
+        from curate.collective.local import LocalSummaries
 
-            spill = pass_dir(job.staging, k) / "collective"
-            return LocalSummaries.from_files(summary_files(job.staging, records), spill)
-
-        return decide_once(job, k, barrier, summaries, progress)
+        spill = pass_dir(job.staging, k) / "collective"
+        return LocalSummaries.from_files(summary_files(job.staging, records), spill)

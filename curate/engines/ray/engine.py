@@ -16,22 +16,23 @@ import json
 import logging
 import os
 import pickle
-import time
 from typing import Any
 
 import ray
 
-from curate.engines.barrier_step import decide_once, split_completed, summary_files
-from curate.engines.job import Job, JobResult, ProgressFn, no_progress
+from curate.collective.frame import Summaries
+from curate.engines.barrier_step import summary_files
+from curate.engines.base import Engine
+from curate.engines.job import Job, ProgressFn
 from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
 from curate.engines.ray.collective import RaySummaries
 from curate.engines.ray.connect import init, start_local
-from curate.stages.base import BarrierStage
+from curate.engines.tasks import PassTask
 
 log = logging.getLogger(__name__)
 
 
-class RayEngine:
+class RayEngine(Engine):
     kind = "ray"
 
     def __init__(self, address: str | None = None, workers: int | None = None) -> None:
@@ -58,64 +59,41 @@ class RayEngine:
             ray.shutdown()
         self._owns_ray = False
 
-    def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
+    def begin(self, job: Job) -> None:
         self.start()
         import ray.data
 
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False  # the CLI owns progress,
         logging.getLogger("ray.data").setLevel(logging.ERROR)  # and library code never prints
-        result = JobResult(records=[])
-        try:
-            for k, segment in enumerate(job.segments):
-                t = time.perf_counter()
-                result.records.append(self._run_pass(job, k, progress))
-                result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
-                if segment.barrier is not None:
-                    info = self._decide(job, k, segment.barrier, result.records[k], progress)
-                    result.decisions[job.barrier_positions[k]] = info
-        except Exception as exc:
-            problem = user_error(exc)
-            if problem is not None:
-                raise problem from None
-            raise
-        return result
 
-    def _run_pass(self, job: Job, k: int, progress: ProgressFn) -> list[dict[str, Any]]:
+    def run_tasks(
+        self,
+        tasks: list[PassTask],
+        records: dict[int, dict[str, Any]],
+        phase: str,
+        total: int,
+        progress: ProgressFn,
+    ) -> None:
         import ray.data
 
-        phase = f"pass {k + 1}"
-        tasks = [job.task(k, part) for part in job.partitions]
-        records, todo = split_completed(tasks, phase)
-        progress(phase, len(records), len(tasks))
-        if todo:
-            for task in todo:
-                attempts_path(task).unlink(missing_ok=True)
-            rows = ray.data.from_items(items(todo), override_num_blocks=len(todo))
-            ran = rows.map_batches(
-                run_partitions,
-                batch_size=1,
-                compute=ray.data.TaskPoolStrategy(size=self.workers),
-                num_cpus=1,
-            )
-            for row in ran.iter_rows():
-                if row["error"]:  # a user's error (bad input, full disk), as raised
-                    raise pickle.loads(row["error"])
-                records[int(row["partition"])] = json.loads(row["record"])
-                progress(phase, len(records), len(tasks))
-        missing = [t.partition.index for t in tasks if t.partition.index not in records]
-        if missing:
-            raise RuntimeError(f"{phase}: no record for partitions {missing[:5]}")
-        return [records[t.partition.index] for t in tasks]
-
-    def _decide(
-        self,
-        job: Job,
-        k: int,
-        barrier: BarrierStage,
-        records: list[dict[str, Any]],
-        progress: ProgressFn,
-    ) -> dict[str, Any]:
-        return decide_once(
-            job, k, barrier, lambda: RaySummaries(summary_files(job.staging, records)), progress
+        for task in tasks:
+            attempts_path(task).unlink(missing_ok=True)
+        rows = ray.data.from_items(items(tasks), override_num_blocks=len(tasks))
+        ran = rows.map_batches(
+            run_partitions,
+            batch_size=1,
+            compute=ray.data.TaskPoolStrategy(size=self.workers),
+            num_cpus=1,
         )
+        for row in ran.iter_rows():
+            if row["error"]:  # a user's error (bad input, full disk), as raised
+                raise pickle.loads(row["error"])
+            records[int(row["partition"])] = json.loads(row["record"])
+            progress(phase, len(records), total)
+
+    def summaries(self, job: Job, k: int, records: list[dict[str, Any]]) -> Summaries:
+        return RaySummaries(summary_files(job.staging, records))
+
+    def user_error(self, exc: Exception) -> BaseException | None:
+        return user_error(exc)

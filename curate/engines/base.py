@@ -1,0 +1,105 @@
+"""What an engine is: the pass loop every engine runs, and the few things one does its own way.
+
+A run is a list of passes, one per segment of the plan. For each pass the engine runs the
+partitions that have no intact completion record yet (`run_tasks`: in this process, in a
+pool of processes, as Ray tasks), and, when the pass ends at a barrier, makes the barrier's
+decision once against summaries held the engine's way (`summaries`). Which partitions are
+done, the timings, the decision's marker and files are this loop's and `barrier_step`'s,
+the same on every engine, which is what lets a run interrupted on one engine resume on
+another. An engine also says how it starts, closes and stops at once (Ctrl-C), and may turn
+an error its workers raised back into the user's error (`user_error`).
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from functools import partial
+from typing import Any, ClassVar
+
+from curate.collective.frame import Summaries
+from curate.engines.barrier_step import decide_once, split_completed
+from curate.engines.job import Job, JobResult, ProgressFn, no_progress
+from curate.engines.tasks import PassTask
+
+
+class Engine(ABC):
+    kind: ClassVar[str]
+    workers: int | None
+    """Partitions run at once (None: the engine's default, such as every CPU of a cluster)."""
+
+    @abstractmethod
+    def start(self) -> None:
+        """Get the workers ready (the build calls it early, so they boot while it plans)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the workers once the run is over (called again by the build: idempotent)."""
+
+    def terminate(self) -> None:
+        """Stop the workers now, mid-task (Ctrl-C); completion records and checkpoints are
+        written atomically after the files they name, so the next run resumes from them.
+        By default nothing more happens than the `close()` that follows."""
+        return None
+
+    def begin(self, job: Job) -> None:
+        """Called once before the first pass."""
+        self.start()
+
+    @abstractmethod
+    def run_tasks(
+        self,
+        tasks: list[PassTask],
+        records: dict[int, dict[str, Any]],
+        phase: str,
+        total: int,
+        progress: ProgressFn,
+    ) -> None:
+        """Run each task (`tasks.run_pass_task`) and put its record in `records` under its
+        partition index, reporting progress(phase, len(records), total) as each completes."""
+
+    @abstractmethod
+    def summaries(self, job: Job, k: int, records: list[dict[str, Any]]) -> Summaries:
+        """The summaries pass k's records name, held the way this engine's collective
+        operations work on them."""
+
+    def user_error(self, exc: Exception) -> BaseException | None:
+        """The user's own error an engine's failure carries (bad input, full disk), if any."""
+        return None
+
+    def run(self, job: Job, progress: ProgressFn = no_progress) -> JobResult:
+        """Every pass of the job, and every barrier's decision, in order."""
+        self.begin(job)
+        result = JobResult(records=[])
+        try:
+            for k, segment in enumerate(job.segments):
+                t = time.perf_counter()
+                result.records.append(self._run_pass(job, k, progress))
+                result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
+                if segment.barrier is not None:
+                    summaries = partial(self.summaries, job, k, result.records[k])
+                    info = decide_once(job, k, segment.barrier, summaries, progress)
+                    result.decisions[job.barrier_positions[k]] = info
+        except KeyboardInterrupt:
+            self.terminate()
+            raise
+        except Exception as exc:
+            problem = self.user_error(exc)
+            if problem is not None:
+                raise problem from None
+            raise
+        finally:
+            self.close()
+        return result
+
+    def _run_pass(self, job: Job, k: int, progress: ProgressFn) -> list[dict[str, Any]]:
+        phase = f"pass {k + 1}"
+        tasks = [job.task(k, part) for part in job.partitions]
+        records, todo = split_completed(tasks, phase)
+        progress(phase, len(records), len(tasks))
+        if todo:
+            self.run_tasks(todo, records, phase, len(tasks), progress)
+        missing = [t.partition.index for t in tasks if t.partition.index not in records]
+        if missing:
+            raise RuntimeError(f"{phase}: no record for partitions {missing[:5]}")
+        return [records[t.partition.index] for t in tasks]
