@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from curate import accounting, input_watch
 from curate.dirfd import Folder
-from curate.engines.base import Engine
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
@@ -44,6 +43,9 @@ from curate.software import host, versions
 from curate.stages.base import BarrierStage, Stage
 from curate.store import Store, write_atomic
 from curate.version import Version
+
+if TYPE_CHECKING:
+    from curate.engines.base import Engine
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,10 @@ import os
 import shutil
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from curate import integrity
 from curate.build import Build, space_note
-from curate.engines.base import Engine
 from curate.engines.job import ProgressFn, no_progress
 from curate.errors import CurateError, DiskFull
 from curate.fingerprint import cached_content_hashes, fingerprint
@@ -29,6 +28,9 @@ from curate.io.readers import check_inputs
 from curate.recipe import Recipe
 from curate.store import Store
 from curate.version import Version
+
+if TYPE_CHECKING:
+    from curate.engines.base import Engine
 
 log = logging.getLogger(__name__)
 
