@@ -72,19 +72,20 @@ class Folder:
     def folder(self, name: str, mode: int | None = None) -> Folder:
         """The folder `name` in this one, created with exactly `mode` when missing and
         `mode` is given (else FileNotFoundError)."""
-        made = None
-        if mode is not None:
-            try:
-                os.mkdir(name, 0o700, dir_fd=self.fd)
-                made = mode
-            except FileExistsError:
-                pass
         try:
-            fd = os.open(name, _DIR, dir_fd=self.fd)
+            try:
+                fd = os.open(name, _DIR, dir_fd=self.fd)  # usually there: one call
+            except FileNotFoundError:
+                if mode is None:
+                    raise
+                try:
+                    os.mkdir(name, 0o700, dir_fd=self.fd)
+                except FileExistsError:  # made meanwhile by another process
+                    return self.folder(name)
+                fd = os.open(name, _DIR, dir_fd=self.fd)
+                os.fchmod(fd, mode)  # exactly the mode asked for, whatever the umask
         except OSError as exc:
             raise _why(exc, self.path / name, lambda: self.lstat(name)) from None
-        if made is not None:
-            os.fchmod(fd, made)  # exactly the mode asked for, whatever the umask
         return Folder(fd, self.path / name)
 
     def lstat(self, name: str) -> os.stat_result:
@@ -116,11 +117,14 @@ class Folder:
         may be another user's)."""
         flags |= os.O_NOFOLLOW
         try:
-            if mode is None:
-                return os.open(name, flags, dir_fd=self.fd)
+            try:
+                return os.open(name, flags, dir_fd=self.fd)  # usually there: one call
+            except FileNotFoundError:
+                if mode is None:
+                    raise
             try:
                 fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, mode, dir_fd=self.fd)
-            except FileExistsError:
+            except FileExistsError:  # made meanwhile by another process
                 return os.open(name, flags, dir_fd=self.fd)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
@@ -144,7 +148,9 @@ class Folder:
         tmp = f".{name}.tmp-{os.getpid()}"
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=self.fd)  # a stale one of ours, or a link someone planted
-        fd = self.open_file(tmp, os.O_WRONLY, mode)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW  # a new file, or none
+        fd = os.open(tmp, flags, mode, dir_fd=self.fd)
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
