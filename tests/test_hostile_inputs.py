@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 import zstandard
 from click.testing import CliRunner
 from conftest import write_recipe
@@ -88,12 +89,22 @@ def test_a_50_mb_single_line_is_one_document(tmp_path: Path) -> None:
 
 def test_documents_over_max_document_bytes_are_quarantined_by_size(tmp_path: Path) -> None:
     big = {"id": "big", "text": "word " * 300_000}  # 1.5 MB
-    version = run_case(tmp_path, {"a.jsonl": lines([big, *GOOD])}, max_document_bytes="1MB")
+    data = lines([*GOOD[:3], big, *GOOD[3:]])
+    version = run_case(tmp_path, {"a.jsonl": data}, max_document_bytes="1MB")
     assert version.counts["written"] == 20 and version.counts["quarantined"] == 1
     [row] = version.quarantined().to_pylist()
     assert row["reason"] == "document_too_large: over max_document_bytes (1,000,000 bytes)"
-    assert row["bytes"] == len(big["text"])
+    # a line over the bound is set aside unread: its file, line and length say where it is
+    assert (row["file"], row["line"]) == ("data/a.jsonl", 4)
+    assert row["bytes"] == len(data.split(b"\n")[3])
     balanced(version)
+
+
+def test_an_over_long_line_stops_a_failing_run_at_its_line(tmp_path: Path) -> None:
+    big = {"id": "big", "text": "word " * 300_000}
+    with pytest.raises(curate.CurateError, match=r"^data/a\.jsonl:2: document_too_large"):
+        run_case(tmp_path, {"a.jsonl": lines([GOOD[0], big, *GOOD[1:]])},
+                 max_document_bytes="1MB", on_error={"mode": "fail"})  # fmt: skip
 
 
 @pytest.mark.parametrize("suffix", ["gz", "zst"])
@@ -301,3 +312,109 @@ def test_a_60_mb_conversation_through_chat_template_stays_within_2_gb_of_an_idle
     print(f"\n60 MB conversation ({kind}): peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
           f"{peaks['idle'] / 2**30:.2f} GiB, grown {grown / 2**30:.2f} GiB")  # fmt: skip
     assert grown < 2 * 2**30
+
+
+HUGE = 1 << 30  # one line of 1 GiB: from a 1 MB .jsonl.gz, it took a run to 4.2 GB
+HUGE_AROUND = 20  # good lines before it and after it: the huge line is line 21
+HUGE_OPEN = {"text": b'{"text": "', "chat": b'{"messages": [{"role": "user", "content": "'}
+HUGE_CLOSE = {"text": b'"}', "chat": b'"}, {"role": "assistant", "content": "ok"}]}'}
+
+
+def around_lines(kind: str, first: int) -> bytes:
+    """HUGE_AROUND good records of `kind`, numbered from `first` in their text."""
+    records: list[dict[str, Any]] = []
+    for n in range(first, first + HUGE_AROUND):
+        if kind == "text":
+            records.append({"text": f"good document on line {n} with enough words"})
+        else:
+            records.append({"messages": [{"role": "user", "content": f"question {n}"},
+                                         {"role": "assistant", "content": f"answer {n}"}]})  # fmt: skip
+    return lines(records)
+
+
+def write_huge_line_input(path: Path, kind: str, huge: bool) -> int:
+    """Good lines, one line of HUGE bytes (or an ordinary one), good lines; written without
+    ever holding the huge line: a hole of a sparse file, or compressed members (gzip) and
+    frames (zstd) repeated. Returns the length of the middle line."""
+    before, after = around_lines(kind, 1), around_lines(kind, HUGE_AROUND + 2)
+    head, tail = before + HUGE_OPEN[kind], HUGE_CLOSE[kind] + b"\n" + after
+    # 64 gzip members or zstd frames of just under 16 MiB (what one gzip read yields at most:
+    # a larger member would be misread at the starting commit, test_readers_compressed)
+    parts, piece = (64, HUGE // 64 - 1) if huge else (1, 3)
+    body = parts * piece
+    if path.name.endswith(".jsonl"):
+        with open(path, "wb") as f:
+            f.write(head)
+            if huge:
+                f.seek(body, os.SEEK_CUR)  # NUL bytes nobody stored
+            else:
+                f.write(b"a" * body)
+            f.write(tail)
+    else:
+        if path.name.endswith(".gz"):
+            compress = gzip.compress
+        else:
+            compress = zstandard.ZstdCompressor().compress
+        member = compress((b"abcdefghijklmnop" * (piece // 16 + 1))[:piece])
+        path.write_bytes(compress(head) + member * parts + compress(tail))
+    return len(HUGE_OPEN[kind]) + body + len(HUGE_CLOSE[kind])
+
+
+def cli_peak_rss(recipe: Path) -> int:
+    """`curate run` as a user runs it, in a process of its own: the largest RSS (bytes) of it
+    and of every worker it started, as the kernel counts them when they are waited for."""
+    import subprocess
+    import sys
+
+    cli = [sys.executable, "-c", "from curate.cli import main; main()", "run", str(recipe)]
+    code = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code, *cli], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return int(out.stdout.split()[-1]) * 1024
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    ("kind", "fmt"),
+    [("text", "jsonl"), ("text", "jsonl.gz"), ("text", "jsonl.zst"), ("chat", "jsonl"),
+     ("chat", "jsonl.gz")],
+)  # fmt: skip
+def test_one_huge_line_is_skipped_while_streaming(tmp_path: Path, kind: str, fmt: str) -> None:
+    """Issue 14: a 1 MB .jsonl.gz whose one line decompresses to 1 GiB took a run to 4.2 GB,
+    the line being read whole before max_document_bytes (64 MiB by default) applied. A line
+    over the bound is skipped as it streams by: the run's peak RSS grows by less than 256 MiB
+    over the same input with an ordinary line there, the line goes to quarantine/ by its file
+    and line number, and the lines after it keep their numbers (ids derived from them)."""
+    peaks = {}
+    for case in ("ordinary", "huge"):
+        folder = tmp_path / case
+        (folder / "data").mkdir(parents=True)
+        length = write_huge_line_input(folder / "data" / f"a.{fmt}", kind, case == "huge")
+        extra: dict[str, Any] = {"chat": {"shape": "auto"}} if kind == "chat" else {}
+        recipe = write_recipe(folder, inputs=["data/*"], stages=[{"normalize": {}}], **extra)
+        cfg = yaml.safe_load(recipe.read_text())
+        cfg.pop("id_field")  # ids derived from line numbers: `a.jsonl:22` must stay line 22
+        recipe.write_text(yaml.safe_dump(cfg, sort_keys=False))
+        peaks[case] = cli_peak_rss(recipe)
+    grown = peaks["huge"] - peaks["ordinary"]
+    print(f"\n{kind} .{fmt}, one 1 GiB line: peak RSS {peaks['huge'] / 2**20:.0f} MiB, with "
+          f"an ordinary line {peaks['ordinary'] / 2**20:.0f} MiB")  # fmt: skip
+    version = curate.open(tmp_path / "huge" / "out" / "t")
+    [row] = version.quarantined().to_pylist()
+    assert row == {"file": f"data/a.{fmt}", "line": HUGE_AROUND + 1, "bytes": length,
+                   "reason": "document_too_large: over max_document_bytes (67,108,864 bytes)"}  # fmt: skip
+    numbers = [*range(1, HUGE_AROUND + 1), *range(HUGE_AROUND + 2, 2 * HUGE_AROUND + 2)]
+    assert sorted(version.to_arrow()["id"].to_pylist()) == sorted(
+        f"data/a.{fmt}:{n}" for n in numbers
+    )
+    if kind == "text":
+        texts = dict(zip(version.to_arrow()["id"].to_pylist(),
+                         version.to_arrow()["text"].to_pylist(), strict=True))  # fmt: skip
+        assert all(
+            texts[f"data/a.{fmt}:{n}"].endswith(f"line {n} with enough words") for n in numbers
+        )
+    assert grown < 256 * 2**20, f"peak RSS grew by {grown / 2**20:.0f} MiB"

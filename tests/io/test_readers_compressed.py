@@ -158,3 +158,33 @@ def test_a_line_much_longer_than_batch_bytes(tmp_path: Path, name: str) -> None:
     blob = zst(data) if name.endswith(".zst") else data
     rows, bad = read(tmp_path, name, blob, batch_bytes=1000)
     assert bad == [] and [len(r["text"]) for r in rows] == [3_000_000, 4]
+
+
+def test_gzip_members_longer_than_one_capped_read_are_one_stream(tmp_path: Path) -> None:
+    """A member whose output needs several capped reads (over 16 MiB) left its successor's
+    bytes twice in the decoder's input, so `cat a.jsonl.gz b.jsonl.gz` with a 20 MB `a`
+    read as a corrupt stream: the records of `b` were lost."""
+    line = json.dumps({"text": "z" * 1000}).encode() + b"\n"
+    data = line * 20_000  # 20 MB
+    (tmp_path / "a.jsonl.gz").write_bytes(gz(data) + gz(data))
+    [part] = plan_partitions(discover_inputs(["a.jsonl.gz"], tmp_path), 1000)
+    rows, bad = 0, []
+    for chunk in read_partition(part, FieldSpec(), batch_bytes=4 << 20):
+        rows += chunk.batch.num_rows
+        bad += chunk.quarantined
+        assert rows <= 40_000  # it read the second member again and again, never ending
+    assert bad == [] and rows == 40_000
+
+
+def test_zstd_bomb_is_decoded_in_bounded_pieces(tmp_path: Path) -> None:
+    """A zstd frame of 256 MiB of one byte is 8 KB: decoding it must yield it in bounded
+    pieces (under 32 MiB), not whole."""
+    from curate.io.compressed import decompressed
+
+    path = tmp_path / "a.jsonl.zst"
+    with open(path, "wb") as f, zstandard.ZstdCompressor().stream_writer(f) as w:
+        for _ in range(16):
+            w.write(b"z" * (16 << 20))
+    assert path.stat().st_size < 100_000
+    sizes = [len(piece) for piece in decompressed(str(path), "jsonl.zst")]
+    assert sum(sizes) == 256 << 20 and max(sizes) < 32 << 20
