@@ -94,6 +94,7 @@ _SLOTS: dict[str, tuple[str, Any]] = {
     "code": (_NAME, re.compile(_NAME)),  # a language code or PII entity type a model emits
     "stage": (_NAME, re.compile(_NAME)),
     "budget": ("|".join(sorted(BUDGETS)), BUDGETS),
+    "limit": (r"\d{1,3}(?:,\d{3})*", int),  # a bound from the recipe, shown as {limit:,}
 }
 _INT = r"\d+"
 
@@ -179,6 +180,9 @@ ARROW_FIELD_CHANGED = _reason(
 )
 ARROW_ROWS = _reason("arrow_rows", "the Arrow reader reads the line as {n} records (a bare CR?)")
 ARROW_OTHER = _reason("arrow_other", "the Arrow reader rejects the line")
+DOCUMENT_TOO_LARGE = _reason(
+    "document_too_large", "document_too_large: over max_document_bytes ({limit:,} bytes)"
+)
 CORRUPT_STREAM = _reason(
     "corrupt_stream",
     "corrupt {codec} stream near compressed byte {offset}; the rest of the file was not read",

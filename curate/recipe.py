@@ -233,8 +233,9 @@ class Recipe(_Strict):
         64 * 2**20,
         ge=1,
         description="Larger documents (UTF-8 bytes of the text, or of a conversation's "
-        "contents) go to quarantine/ as document_too_large: what one document may cost a "
-        "worker in memory is bounded.",
+        "contents) go to quarantine/ as document_too_large, and so does a longer JSONL line, "
+        "skipped unread with its line number: what one document may cost a worker in memory "
+        "is bounded.",
     )
     stages: list[StageSpec] = Field(default_factory=list, description="Stages, in order.")
     split: SplitSpec | None = Field(

@@ -2,9 +2,9 @@
 
 Each line is parsed with `json.loads` (C) and mapped by `shapes.to_messages`; a line
 that is not JSON, not an object, or not a possible conversation is quarantined with
-its file, line and reason. Partitions are byte ranges starting at line starts (plain
-files) or whole compressed files, exactly as for text JSONL, so ids derived from line
-numbers (`file:line`) are the same as the text reader's.
+its file, line and reason. The lines come from `curate.io.lines`, as the text reader's
+do (the same partitions, line numbers and bound on a line's length), so ids derived from
+line numbers (`file:line`) are the same as the text reader's.
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from curate.chat.shapes import NO_CONVERSATION, NOT_A_LIST, Messages, to_message
 from curate.chat.spec import ChatInput, messages_type
 from curate.errors import CurateError
 from curate.io.batches import FieldSpec, ReadChunk, field_names
-from curate.io.compressed import StreamBroken, decompressed
+from curate.io.lines import JSONL_FORMATS, Block, LongLine, line_blocks, split_lines
 from curate.io.partitions import Partition
 from curate.io.records import ErrorSink, FieldProblem, type_name
 from curate.reasons import (
     CONTENT_SURROGATE,
+    DOCUMENT_TOO_LARGE,
     FIELD_CAST,
     ID_FIELD_MISSING_OR_TYPE,
     ID_FIELD_SURROGATE,
@@ -35,8 +36,6 @@ from curate.reasons import (
     NOT_A_JSON_OBJECT,
     json_problem,
 )
-
-_BOM = b"\xef\xbb\xbf"
 
 
 def messages_array(conversations: list[Messages]) -> pa.Array:
@@ -51,9 +50,14 @@ def messages_array(conversations: list[Messages]) -> pa.Array:
 
 
 def read_chat_jsonl(
-    part: Partition, fields: FieldSpec, chat: ChatInput, sink: ErrorSink, batch_bytes: int
+    part: Partition,
+    fields: FieldSpec,
+    chat: ChatInput,
+    sink: ErrorSink,
+    batch_bytes: int,
+    max_line_bytes: int | None = None,
 ) -> Iterator[ReadChunk]:
-    if part.input.format not in ("jsonl", "jsonl.gz", "jsonl.zst"):
+    if part.input.format not in JSONL_FORMATS:
         raise CurateError(
             f"{part.input.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)"
         )
@@ -101,7 +105,7 @@ def read_chat_jsonl(
                 yield chunk
 
     try:
-        for number, raw in _lines(part, sink):
+        for number, raw in _lines(part, sink, batch_bytes, max_line_bytes):
             if fast is None or rows:
                 if (chunk := per_line(number, raw)) is not None:
                     yield chunk
@@ -205,37 +209,21 @@ def _batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _lines(part: Partition, sink: ErrorSink) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) for the non-blank lines this partition owns."""
-    number = part.first_line if part.input.format == "jsonl" else 1
-    for raw in _raw_lines(part, sink):
-        if number == 1 and raw.startswith(_BOM):
-            raw = raw[len(_BOM) :]
-        if raw.strip():
-            yield number, raw
-        number += 1
-
-
-def _raw_lines(part: Partition, sink: ErrorSink) -> Iterator[bytes]:
-    if part.input.format == "jsonl":
-        with open(part.input.path, "rb") as f:
-            f.seek(part.start)
-            pos = part.start
-            while pos < part.stop:
-                line = f.readline()
-                if not line:
-                    return
-                pos += len(line)
-                yield line
-        return
-    rest = b""
-    try:
-        for piece in decompressed(part.input.path, part.input.format):
-            lines = (rest + piece).split(b"\n")
-            rest = lines.pop()
-            yield from (line + b"\n" for line in lines)
-    except StreamBroken as broken:
-        sink.bad(None, broken.reason, len(rest) or broken.lost_bytes)
-        return
-    if rest:
-        yield rest
+def _lines(
+    part: Partition, sink: ErrorSink, batch_bytes: int, max_line_bytes: int | None
+) -> Iterator[tuple[int, bytes]]:
+    """(line number, line with its newline) for the non-blank lines this partition owns;
+    a line over max_line_bytes is set aside unread, as the text reader does."""
+    number = part.first_line
+    for event in line_blocks(part, batch_bytes, max_line_bytes):
+        if isinstance(event, Block):
+            for raw in split_lines(event.data):
+                if raw.strip():
+                    yield number, raw
+                number += 1
+        elif isinstance(event, LongLine):
+            sink.bad(number, DOCUMENT_TOO_LARGE(limit=max_line_bytes), event.nbytes)
+            number += 1
+        else:  # a cut or damaged stream: what it held of its last line is lost
+            sink.bad(None, event.reason, event.partial_bytes or event.lost_bytes)
+            return

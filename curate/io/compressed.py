@@ -16,7 +16,8 @@ from typing import Any
 from curate.reasons import CORRUPT_STREAM, TRUNCATED_STREAM
 
 _IN_CHUNK = 1 << 18  # compressed bytes fed per call
-_OUT_MAX = 16 << 20  # cap on gzip output per call, against decompression bombs
+_OUT_MAX = 16 << 20  # cap on the output of one call, against decompression bombs
+_ZSTD_STEP = 512  # compressed bytes per zstd call: at most 16 MiB out, so a piece is < 32 MiB
 
 
 class StreamBroken(Exception):
@@ -60,25 +61,47 @@ def _decode(f: Any, kind: str) -> Iterator[bytes]:
             try:
                 if kind == "gzip":
                     out = d.decompress(data, _OUT_MAX)
-                    data = d.unconsumed_tail
+                    # at a member's end the rest is unused_data (after a capped call zlib
+                    # leaves it in unconsumed_tail too: reading both read it twice, forever)
+                    data = d.unused_data if d.eof else d.unconsumed_tail
                 else:
-                    out, data = d.decompress(data), b""
+                    out, data = _zstd(d, data)
             except errors:
                 reason = CORRUPT_STREAM(codec=kind, offset=at)  # not the library's words
                 raise StreamBroken(reason, _size(f) - at) from None
             if out:
                 yield out
             if d.eof:  # a member/frame ended; what follows starts the next one
-                data = d.unused_data + data
                 d, started = _new(kind), False
                 if data:
                     continue
                 break
-            # gzip output capped with input left, or with more output still inside zlib
+            # output capped with input left, or with more output still inside zlib
             if not (data or (kind == "gzip" and len(out) == _OUT_MAX)):
                 break
     if started:
         raise StreamBroken(TRUNCATED_STREAM(codec=kind, offset=fed), 0)
+
+
+def _zstd(d: Any, data: bytes) -> tuple[bytes, bytes]:
+    """What `data` decodes to, fed _ZSTD_STEP bytes at a time until it is used up, the
+    frame ends or _OUT_MAX bytes came out; and the input left (after the frame's end, it
+    is the next frame's). zstd's decoder has no output cap, and 4 bytes may encode a block
+    of 128 KiB: fed whole, one 256 KiB read could come out as 8 GiB."""
+    outs = []
+    size = at = 0
+    view = memoryview(data)
+    while at < len(data):
+        out = d.decompress(view[at : at + _ZSTD_STEP])
+        at += _ZSTD_STEP
+        if out:
+            outs.append(out)
+            size += len(out)
+        if d.eof:
+            return b"".join(outs), d.unused_data + data[at:]
+        if size >= _OUT_MAX:
+            break
+    return b"".join(outs), data[at:]
 
 
 def _size(f: Any) -> int:

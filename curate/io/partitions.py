@@ -88,6 +88,8 @@ def split_jsonl(inp: InputFile, target: int) -> list[tuple[int, int, int]]:
             if os.fstat(f.fileno()).st_size != size:
                 raise CurateError(f"{inp.label} changed size since inputs were listed; run again")
             for k in range(1, n):
+                if k * size // n <= bounds[-1]:  # inside the line that made the last bound:
+                    continue  # its first line start is that bound (a huge line, scanned once)
                 b = _line_start(f, k * size // n)
                 if bounds[-1] < b < size:
                     bounds.append(b)

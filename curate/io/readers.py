@@ -22,6 +22,7 @@ from curate.io.jsonl import read_jsonl
 from curate.io.partitions import Partition
 from curate.io.records import FAIL_HINT, ErrorSink
 from curate.io.textfiles import read_text_folder
+from curate.reasons import DOCUMENT_TOO_LARGE
 
 JSONL_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst")
 
@@ -61,9 +62,10 @@ def read_partition(
     or stop the read with a CurateError naming file and line (on_error="fail").
     `use_threads` lets Arrow parse with its CPU pool (`pa.set_cpu_count`); leave it
     off when the engine already runs one worker process per core. Documents over
-    `max_document_bytes` are set aside as bad records are (`document_too_large`).
+    `max_document_bytes`, and JSONL lines over it (skipped unread, however long), are set
+    aside as bad records are (`document_too_large`).
     """
-    chunks = _read(part, fields, on_error, batch_bytes, use_threads)
+    chunks = _read(part, fields, on_error, batch_bytes, use_threads, max_document_bytes)
     if max_document_bytes is None:
         yield from chunks
     else:
@@ -71,7 +73,12 @@ def read_partition(
 
 
 def _read(
-    part: Partition, fields: FieldSpec, on_error: str, batch_bytes: int, use_threads: bool
+    part: Partition,
+    fields: FieldSpec,
+    on_error: str,
+    batch_bytes: int,
+    use_threads: bool,
+    max_document_bytes: int | None,
 ) -> Iterator[ReadChunk]:
     sink = ErrorSink(part.input.name, on_error)
     if batch_bytes < 1:
@@ -87,10 +94,10 @@ def _read(
         from curate.chat.reader import read_chat_jsonl
 
         _check_unchanged(part)
-        yield from read_chat_jsonl(part, fields, fields.chat, sink, batch_bytes)
+        yield from read_chat_jsonl(part, fields, fields.chat, sink, batch_bytes, max_document_bytes)
     elif fmt in JSONL_FORMATS:
         _check_unchanged(part)
-        yield from read_jsonl(part, fields, sink, batch_bytes, use_threads)
+        yield from read_jsonl(part, fields, sink, batch_bytes, use_threads, max_document_bytes)
     elif fmt in ("parquet", "arrow", "hf_disk"):
         if fmt != "hf_disk":
             _check_unchanged(part)
@@ -105,8 +112,12 @@ def _size_limited(
     chunks: Iterator[ReadChunk], limit: int, file: str, on_error: str
 ) -> Iterator[ReadChunk]:
     """Each chunk without its documents over `limit` bytes, which join its quarantined
-    records (size only: no line, no content), or stop the run with on_error=fail."""
-    reason = f"document_too_large: over max_document_bytes ({limit:,} bytes)"
+    records (size only: no line, no content), or stop the run with on_error=fail.
+
+    JSONL readers set aside a line over the limit before reading it (a document is never
+    longer than its line), with its line number; this catches the rest: columnar rows,
+    text files, a conversation the recipe's `alpaca_join` made longer than its line."""
+    reason = DOCUMENT_TOO_LARGE(limit=limit)
     for chunk in chunks:
         sizes = document_bytes(chunk.batch)
         over = sizes > limit
