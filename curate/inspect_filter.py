@@ -28,7 +28,7 @@ from curate.errors import CurateError
 from curate.io.batches import ID, TEXT, FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
-from curate.io.readers import read_partition
+from curate.reading import read_partition
 from curate.recipe import Recipe
 from curate.stages.base import BarrierStage, MapStage, StageCounts
 from curate.stages.chain import run_maps

@@ -24,7 +24,7 @@ from curate.errors import CurateError, DiskFull
 from curate.fingerprint import cached_content_hashes, fingerprint
 from curate.io.batches import FieldSpec
 from curate.io.inputs import discover_inputs
-from curate.io.readers import check_inputs
+from curate.reading import check_inputs
 from curate.recipe import Recipe
 from curate.store import Store
 from curate.version import Version

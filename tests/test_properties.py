@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from curate.io.batches import FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
-from curate.io.readers import read_partition
+from curate.reading import read_partition
 from curate.stages.normalize import Normalize, NormalizeParams
 
 texts = st.text(alphabet=st.characters(codec="utf-8"), max_size=200)

@@ -37,7 +37,6 @@ from curate.io.batches import (
     quarantine_table,
 )
 from curate.io.partitions import Partition
-from curate.io.readers import read_partition
 from curate.output.packing import PackSpec
 from curate.output.partition_output import PartitionOutput
 from curate.output.shards import read_stream, write_table
@@ -45,6 +44,7 @@ from curate.output.splits import SplitSpec
 from curate.paths import escape
 from curate.phases import mark
 from curate.quarantine_limits import check_partition, tally
+from curate.reading import read_partition
 from curate.stages.base import (
     REJECTED_SCHEMA,
     BarrierStage,

@@ -21,7 +21,7 @@ from curate.chat.spec import ChatInput
 from curate.io.batches import FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
-from curate.io.readers import read_partition
+from curate.reading import read_partition
 
 TEXTS = ["hello", "naïve café", "日本語", "😀 emoji", "tab\there", "  padded  ", "<|im_end|>",
          "line\nbreak", "\u3000 ideographic", "x\x00y", "quote \" and \\ slash"]  # fmt: skip

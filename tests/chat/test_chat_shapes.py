@@ -13,7 +13,7 @@ from curate.chat.spec import ChatInput, messages_type
 from curate.io.batches import FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
-from curate.io.readers import read_partition
+from curate.reading import read_partition
 from curate.recipe import Recipe
 
 AUTO = ChatInput()

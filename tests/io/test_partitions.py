@@ -15,7 +15,7 @@ import pytest
 from curate.io.batches import FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import Partition, plan_partitions
-from curate.io.readers import read_partition
+from curate.reading import read_partition
 
 
 def jsonl_lines(n: int, seed: int = 0) -> list[bytes]:

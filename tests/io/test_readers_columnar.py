@@ -14,7 +14,7 @@ from curate.errors import CurateError
 from curate.io.batches import FieldSpec, QuarantineRecord
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
-from curate.io.readers import read_partition
+from curate.reading import read_partition
 
 
 @pytest.fixture(autouse=True)

@@ -14,7 +14,7 @@ from curate.io import jsonl_judge
 from curate.io.batches import FieldSpec, QuarantineRecord
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
-from curate.io.readers import read_partition
+from curate.reading import read_partition
 
 KEEP = {"score": pa.float64(), "n": pa.int64(), "lang": pa.string(), "tags": pa.list_(pa.string())}
 

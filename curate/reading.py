@@ -2,7 +2,9 @@
 
 The one entry point the engines call; it checks that the input is still the one
 that was discovered (its stat identity, so a file rewritten mid-run cannot mix two
-versions into one dataset) and dispatches by format.
+versions into one dataset) and dispatches by format and kind of record: to the readers
+of `curate.io`, or to `curate.chat`'s for chat records. It lives above both packages so
+that io never imports chat (chat's reader is built on io's lines and records).
 """
 
 from __future__ import annotations
@@ -19,12 +21,11 @@ from curate.io.batches import ID, TEXT, FieldSpec, QuarantineRecord, ReadChunk
 from curate.io.columnar import read_columnar
 from curate.io.inputs import InputFile
 from curate.io.jsonl import read_jsonl
+from curate.io.lines import JSONL_FORMATS
 from curate.io.partitions import Partition
 from curate.io.records import FAIL_HINT, ErrorSink
 from curate.io.textfiles import read_text_folder
 from curate.reasons import DOCUMENT_TOO_LARGE
-
-JSONL_FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst")
 
 
 def check_inputs(files: list[InputFile], fields: FieldSpec) -> None:
