@@ -33,7 +33,8 @@ import pyarrow.json as pj
 from curate.chat.shapes import UNCARRIED
 from curate.chat.spec import MESSAGES, ROLES, ChatInput, messages_type
 from curate.io.batches import FieldSpec
-from curate.io.jsonl_scan import BOM, invalid_utf8_at
+from curate.io.jsonl_scan import invalid_utf8_at
+from curate.io.lines import BOM
 from curate.io.records import derived_ids
 
 # what Python's str.isspace() calls whitespace (a test checks), so that `not content.strip()`

@@ -29,7 +29,8 @@ import pyarrow.json as pj
 from curate.errors import CurateError
 from curate.io.batches import FieldSpec
 from curate.io.jsonl_judge import LineJudge
-from curate.io.jsonl_scan import BOM, Lines, invalid_utf8_at, scan
+from curate.io.jsonl_scan import Lines, invalid_utf8_at, scan
+from curate.io.lines import BOM
 from curate.io.records import ErrorSink, derived_ids, empty_batch, type_name
 
 _ROW = re.compile(r" in row (\d+)$")

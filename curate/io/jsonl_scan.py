@@ -15,7 +15,6 @@ from typing import Any
 
 import pyarrow as pa
 
-BOM = b"\xef\xbb\xbf"
 WS = b" \t\r"  # JSON whitespace within a line
 
 

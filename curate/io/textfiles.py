@@ -17,11 +17,10 @@ import pyarrow as pa
 from curate.errors import CurateError
 from curate.io import folders
 from curate.io.batches import FieldSpec, ReadChunk
+from curate.io.lines import BOM
 from curate.io.partitions import Partition
 from curate.io.records import ErrorSink
 from curate.reasons import INVALID_UTF8_FILE
-
-_BOM = b"\xef\xbb\xbf"
 
 
 def read_text_folder(
@@ -36,7 +35,7 @@ def read_text_folder(
     for member in members[part.start : part.stop]:
         doc_id = f"{inp.name}/{member.rel}"
         data = _read(os.path.join(inp.path, member.rel), member, doc_id)
-        skip = len(_BOM) if data.startswith(_BOM) else 0
+        skip = len(BOM) if data.startswith(BOM) else 0
         try:
             text = data[skip:].decode("utf-8")
         except UnicodeDecodeError as exc:
