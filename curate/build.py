@@ -41,6 +41,7 @@ from curate.recipe import Recipe
 from curate.sizes import format_size
 from curate.software import host, versions
 from curate.stages.base import BarrierStage, Stage
+from curate.staging.names import Staging, published_side_name, version_path
 from curate.store import Store, write_atomic
 from curate.version import Version
 
@@ -168,7 +169,7 @@ class Build:
         segments = make_plan(self.stages)
         position = {id(s): i for i, s in enumerate(self.stages)}
         store, fp = self.store, self.fingerprint
-        staging = store.staging(fp)
+        staging = Staging(store.staging(fp))
         self.staging_folder = store.open_staging(fp)  # made or found, held open: never a link
         discard = partial(store.discard, store.staging_name(fp))
         if input_watch.drop_stale_staging(staging, self.files, discard):  # read from old inputs
@@ -204,9 +205,9 @@ class Build:
         timings: dict[str, float],
     ) -> Version:
         r, stages = self.recipe, self.stages
-        out = job.staging / "out"
+        out = job.staging.out
         shards = [
-            FileRecord(**(s | {"path": s["path"].removeprefix("out/")}))
+            FileRecord(**(s | {"path": version_path(s["path"])}))
             for rec in result.records[-1]
             for s in rec["files"]["shards"]
         ]
@@ -214,7 +215,7 @@ class Build:
         for name in r.split.names() if r.split is not None else [None]:
             if not any(s.split == name for s in shards):
                 shards.append(_empty_shard(out, job.final_schema, name))
-        side = _collect_side_outputs(result.records, job.staging, out, r.output.rejected)
+        side = _collect_side_outputs(result.records, job.staging, r.output.rejected)
         counts = accounting.count_documents(stages, result.records)
         reconcile(counts)
         mark("publish")
@@ -278,7 +279,7 @@ def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> File
 
 
 def _collect_side_outputs(
-    records: list[list[dict[str, Any]]], staging: Path, out: Path, rejected: bool
+    records: list[list[dict[str, Any]]], staging: Staging, rejected: bool
 ) -> dict[str, list[FileRecord]]:
     """Move each pass's rejected and quarantine files into the version, in a stable order."""
     side: dict[str, list[FileRecord]] = {"rejected": [], "quarantine": []}
@@ -288,9 +289,9 @@ def _collect_side_outputs(
                 if key == "rejected" and not rejected:
                     continue
                 for info in record["files"][key]:
-                    name = f"pass{k}-{Path(info['path']).name.split('-', 1)[1]}"
-                    target = out / key / name
+                    name = published_side_name(k, info["path"])
+                    target = staging.out / key / name
                     target.parent.mkdir(exist_ok=True)
-                    os.replace(staging / info["path"], target)
+                    os.replace(staging.root / info["path"], target)
                     side[key].append(FileRecord(**(info | {"path": f"{key}/{name}"})))
     return side

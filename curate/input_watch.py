@@ -21,11 +21,14 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.errors import CurateError
 from curate.io import folders
 from curate.io.inputs import InputFile
+
+if TYPE_CHECKING:
+    from curate.staging.names import Staging
 
 log = logging.getLogger(__name__)
 
@@ -103,17 +106,16 @@ def hash_unchanged(inp: InputFile, digest: Any) -> str:
     return value
 
 
-def drop_stale_staging(staging: Path, files: list[InputFile], remove: Callable[[], None]) -> bool:
+def drop_stale_staging(
+    staging: Staging, files: list[InputFile], remove: Callable[[], None]
+) -> bool:
     """Remove the staging folder when anything in it was read from an input that has changed
     since (its first-pass records and checkpoints carry the identity they were read with);
     return whether it was removed. With `input_identity: content` a file rewritten with the
     same bytes keeps the fingerprint, so its staging would otherwise be resumed. `remove`
     removes it (the store: through the dataset folder it holds open, never through a link)."""
-    first = staging / "pass-0"
-    if not first.is_dir():
-        return False
     by_name = {f.name: discovered(f) for f in files}
-    for path in sorted(first.glob("part-*.json")):
+    for path in staging.first_pass_records():
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):

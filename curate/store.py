@@ -33,6 +33,7 @@ from curate.modes import make_dirs
 from curate.phases import mark
 from curate.roots import claim
 from curate.sealed import VERSION_NAME, sealed_manifest
+from curate.staging.names import OUT
 
 log = logging.getLogger(__name__)
 _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
@@ -317,7 +318,7 @@ class Store:
         dataset = self.dataset()
         read_only_dir, read_only_file = self.dir_mode & ~0o222, self.file_mode & ~0o222
         try:  # a link in the version or at `.index` is refused by name, nothing published
-            with staging.folder("out") as out:
+            with staging.folder(OUT) as out:
                 _seal(out, read_only_dir, read_only_file)
                 if fsync:
                     out.fsync()
@@ -330,7 +331,7 @@ class Store:
         # appears a crash cannot leave it unfindable (LATEST is repaired at the next publish).
         with index:
             index.write_atomic(fingerprint, version + "\n", self.file_mode, fsync=fsync)
-        staging.rename("out", dataset, version)
+        staging.rename(OUT, dataset, version)
         mark("publish")  # a crash test may cut the power here: visible, but LATEST not yet moved
         with dataset.folder(version) as target:
             target.chmod(read_only_dir)  # after the move: moving a folder needs it writable

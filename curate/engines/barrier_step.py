@@ -21,29 +21,24 @@ import pyarrow as pa
 from curate.collective.frame import Frame, Summaries
 from curate.collective.piece_ops import column_sum
 from curate.engines.job import Job, ProgressFn
-from curate.engines.tasks import (
-    PassTask,
-    decision_path,
-    files_intact,
-    pass_dir,
-    record_path,
-)
+from curate.engines.tasks import PassTask, files_intact
 from curate.errors import CurateError
 from curate.io.batches import ORDER, partition_of
 from curate.output.shards import write_table
 from curate.phases import mark
 from curate.stages.base import DECISION_SCHEMA, BarrierStage
+from curate.staging.names import Staging
 
 log = logging.getLogger(__name__)
 
 
 def completed(task: PassTask) -> dict[str, Any] | None:
     """The partition's record when a previous run finished it and its files are intact."""
-    path = record_path(task.staging, task.pass_index, task.partition.index)
+    path = task.staging.record(task.pass_index, task.partition.index)
     if not path.exists():
         return None
     record: dict[str, Any] = json.loads(path.read_text())
-    return record if files_intact(task.staging, record["files"]) else None
+    return record if files_intact(task.staging.root, record["files"]) else None
 
 
 def split_completed(
@@ -63,11 +58,11 @@ def split_completed(
     return records, todo
 
 
-def summary_files(staging: Path, records: list[dict[str, Any]]) -> list[tuple[Path, int]]:
+def summary_files(staging: Staging, records: list[dict[str, Any]]) -> list[tuple[Path, int]]:
     """The summary files the pass's records name, with their partition: exactly the completed
     ones, whatever else a killed attempt left in the folder."""
     return [
-        (staging / seg["summary"]["path"], int(r["partition"]))
+        (staging.root / seg["summary"]["path"], int(r["partition"]))
         for r in records
         for seg in r["files"].get("segments", [])
     ]
@@ -85,8 +80,7 @@ def decide_once(
     The decision stays with the engine: its pieces are written to one file per partition
     where they are (Ray's workers, or this process), and only their row counts come back.
     """
-    folder = pass_dir(job.staging, k)
-    marker = folder / "decision.json"
+    marker = job.staging.decided(k)
     if marker.exists():
         info: dict[str, Any] = json.loads(marker.read_text())
         return info
@@ -103,9 +97,9 @@ def decide_once(
                 "from file and line"
             )
         decision, stats = barrier.decide_with_stats(summaries)
-        for stale in folder.glob("decision-*.arrow"):
+        for stale in job.staging.decisions(k):
             stale.unlink()
-        dropped = write_decision(decision, job.staging, k, job.fsync)
+        dropped = write_decision(decision, job.staging.root, k, job.fsync)
         info = {
             "summary_rows": summaries.count(),
             "dropped": dropped,
@@ -123,8 +117,9 @@ def decide_once(
 
 
 def write_decision(decision: Frame, staging: Path, k: int, fsync: bool) -> int:
-    """One decision file per partition, so each worker reads only the drops that concern it;
-    written by whoever holds each piece. Returns the rows written."""
+    """One decision file per partition (`Staging.decision`) in the staging folder `staging`,
+    so each worker reads only the drops that concern it; written by whoever holds each
+    piece. Returns the rows written."""
     written = decision.by_partition(ORDER, write_pieces, staging, k, fsync)
     return int(sum(written.fold(column_sum, "rows")))
 
@@ -145,6 +140,6 @@ def write_pieces(
         # a fresh copy: buffers sized by the rows alone, not by how this piece was built
         # (a concatenation pads them), so the files are the same bytes on every engine
         piece = decision.take(pa.array(np.arange(start, end)))
-        write_table(decision_path(staging, k, int(parts[start])), piece, fsync=fsync)
+        write_table(Staging(staging).decision(k, int(parts[start])), piece, fsync=fsync)
         rows.append(int(end - start))
     return pa.table({"rows": pa.array(rows, pa.int64())})

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -15,6 +14,7 @@ from curate.io.partitions import Partition
 from curate.output.packing import PackSpec
 from curate.output.splits import SplitSpec
 from curate.plan import Segment
+from curate.staging.names import Staging
 
 ProgressFn = Callable[[str, int, int], None]
 """progress(phase, done, total): the CLI renders it; library code never prints."""
@@ -26,7 +26,7 @@ def no_progress(phase: str, done: int, total: int) -> None:
 
 @dataclass
 class Job:
-    staging: Path
+    staging: Staging
     segments: list[Segment]
     positions: list[list[int]]  # recipe position of each map stage, per segment
     barrier_positions: list[int]  # recipe position of each segment's barrier (-1: none)

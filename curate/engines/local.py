@@ -25,7 +25,7 @@ from curate.collective.frame import Summaries
 from curate.engines.barrier_step import summary_files
 from curate.engines.base import Engine
 from curate.engines.job import Job, ProgressFn
-from curate.engines.tasks import PassTask, pass_dir, run_pass_task
+from curate.engines.tasks import PassTask, run_pass_task
 
 log = logging.getLogger(__name__)
 
@@ -173,5 +173,5 @@ class LocalEngine(Engine):
     def summaries(self, job: Job, k: int, records: list[dict[str, Any]]) -> Summaries:
         from curate.collective.local import LocalSummaries
 
-        spill = pass_dir(job.staging, k) / "collective"
+        spill = job.staging.spill(k)
         return LocalSummaries.from_files(summary_files(job.staging, records), spill)

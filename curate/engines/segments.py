@@ -1,7 +1,8 @@
 """Staged data between passes, cut into segments that each complete on their own.
 
 A pass that ends at a barrier writes the surviving rows and their summaries in
-segments of about the shard size (`data-PPPPP-SSSSS.arrow` and `summary-PPPPP-SSSSS.arrow`),
+segments of about the shard size (`data-PPPPP-SSSSS.arrow` and `summary-PPPPP-SSSSS.arrow`,
+see `curate.staging.names`),
 so an interrupted pass resumes after its last complete segment, as a final pass does
 after its last complete shard.
 """
@@ -13,19 +14,20 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate.output.shards import ShardInfo, ShardWriter, read_stream
+from curate.output.shards import ShardInfo, ShardWriter
+from curate.staging.names import DATA, Staging
 
 
 class SegmentWriter:
     """Rows for the next pass and their barrier summaries, in segments that close together."""
 
     def __init__(
-        self, folder: Path, partition: int, target_bytes: int, staging: Path, *, fsync: bool
+        self, staging: Staging, pass_index: int, partition: int, target_bytes: int, *, fsync: bool
     ):
-        self.folder = folder
+        self.staging = staging
+        self.pass_index = pass_index
         self.partition = partition
         self.target_bytes = target_bytes
-        self.staging = staging
         self.fsync = fsync
         self.segments: list[dict[str, Any]] = []
         self._data: ShardWriter | None = None
@@ -35,12 +37,13 @@ class SegmentWriter:
     def write(self, batch: pa.RecordBatch, summary: pa.RecordBatch) -> None:
         if self._data is None:
             self._data = ShardWriter(
-                self.folder, self.partition, batch.schema, 1 << 62,
-                prefix="data", fsync=self.fsync, relative_to=self.staging,
+                self.staging.pass_dir(self.pass_index), self.partition, batch.schema, 1 << 62,
+                prefix=DATA, fsync=self.fsync, relative_to=self.staging.root,
                 first_index=len(self.segments), checksum=False,
             )  # fmt: skip
-            name = f"summary-{self.partition:05d}-{len(self.segments):05d}.arrow"
-            self._summary_path = self.folder / name
+            self._summary_path = self.staging.summary(
+                self.pass_index, self.partition, len(self.segments)
+            )
             self._summary = pa.ipc.new_file(str(self._summary_path), summary.schema)
         assert self._summary is not None
         self._data.write(batch)
@@ -58,17 +61,9 @@ class SegmentWriter:
             {
                 "data": data[0].to_dict(),
                 "summary": {
-                    "path": summary_path.relative_to(self.staging).as_posix(),
+                    "path": self.staging.relative(summary_path),
                     "bytes": summary_path.stat().st_size,
                 },
             }
         )
         self._data = self._summary = self._summary_path = None
-
-    @property
-    def open(self) -> bool:
-        return self._data is not None
-
-
-def staged_batches(staging: Path, segments: list[dict[str, Any]]) -> list[pa.Table]:
-    return [read_stream(staging / s["data"]["path"]) for s in segments]

@@ -41,7 +41,6 @@ from curate.output.packing import PackSpec
 from curate.output.partition_output import PartitionOutput
 from curate.output.shards import read_stream, write_table
 from curate.output.splits import SplitSpec
-from curate.paths import escape
 from curate.phases import mark
 from curate.quarantine_limits import check_partition, tally
 from curate.reading import read_partition
@@ -53,6 +52,7 @@ from curate.stages.base import (
     StageCounts,
 )
 from curate.stages.chain import run_maps
+from curate.staging.names import Staging
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +85,7 @@ class PassTask:
 
     pass_index: int
     partition: Partition
-    staging: Path
+    staging: Staging
     maps: list[MapStage]
     positions: list[int]  # each map stage's position in the recipe
     fields: FieldSpec
@@ -108,18 +108,6 @@ class PassTask:
     @property
     def final(self) -> bool:
         return self.barrier is None
-
-
-def pass_dir(staging: Path, pass_index: int) -> Path:
-    return staging / f"pass-{pass_index}"
-
-
-def record_path(staging: Path, pass_index: int, partition: int) -> Path:
-    return pass_dir(staging, pass_index) / f"part-{partition:05d}.json"
-
-
-def decision_path(staging: Path, pass_index: int, partition: int) -> Path:
-    return pass_dir(staging, pass_index) / f"decision-{partition:05d}.arrow"
 
 
 def _source_chunks(
@@ -153,8 +141,7 @@ def _source_chunks(
             yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
         input_watch.check(part.input)  # what was read is the input as discovered, all of it
         return
-    folder = pass_dir(task.staging, task.pass_index - 1)
-    for path in sorted(folder.glob(f"data-{part.index:05d}-*.arrow")):
+    for path in task.staging.staged_data(task.pass_index - 1, part.index):
         for batch in read_stream(path).to_batches():
             mark("reading")
             yield batch, []
@@ -168,7 +155,7 @@ def run_pass_task(task: PassTask) -> dict[str, Any]:
 class PartitionRun:
     """One partition through one pass, checkpointed each time a shard or segment completes.
 
-    A checkpoint (`part-PPPPP.ckpt.json`) names the source chunks consumed, the shards or
+    A checkpoint (`Staging.checkpoint`) names the source chunks consumed, the shards or
     segments completed, the side outputs flushed, the counters so far and the packer's
     carried tokens. Side outputs are flushed at the same points whether or not a run was
     interrupted, so a resumed partition's files are byte-identical to an uninterrupted one's.
@@ -177,7 +164,7 @@ class PartitionRun:
     def __init__(self, task: PassTask) -> None:
         self.task = task
         self.part = task.partition
-        self.out_dir = pass_dir(task.staging, task.pass_index)
+        self.out_dir = task.staging.pass_dir(task.pass_index)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.record: dict[str, Any] = {
             "partition": self.part.index,
@@ -205,15 +192,15 @@ class PartitionRun:
         if task.final:
             assert task.final_schema is not None
             self.writer = PartitionOutput(
-                task.staging / "out", self.part.index, task.final_schema, task.shard_bytes,
+                task.staging.out, self.part.index, task.final_schema, task.shard_bytes,
                 packing=task.packing, split=task.split, done=files["shards"],
-                fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging,
+                fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging.root,
             )  # fmt: skip
             if packer_state is not None:
                 self.writer.restore(packer_state)
         else:
             self.segments = SegmentWriter(
-                self.out_dir, self.part.index, task.shard_bytes, task.staging, fsync=task.fsync
+                task.staging, task.pass_index, self.part.index, task.shard_bytes, fsync=task.fsync
             )
             self.segments.segments = list(files["segments"])
 
@@ -239,7 +226,7 @@ class PartitionRun:
                 raise DiskFull(f"disk full while writing {self.out_dir}") from None
             raise
         self.record["seconds"] = round(time.perf_counter() - started, 4)
-        _write_record(record_path(self.task.staging, self.task.pass_index, self.part.index),
+        _write_record(self.task.staging.record(self.task.pass_index, self.part.index),
                       self.record, self.task.fsync)  # fmt: skip
         self._checkpoint_path().unlink(missing_ok=True)
         return self.record
@@ -276,9 +263,9 @@ class PartitionRun:
             files["segments"] = self.segments.segments
         self._flush_side_outputs()
         if self.drops is not None and len(self.drops.ids) and self.task.write_rejected:
-            path = self.out_dir / f"rejected-{self.part.index:05d}-barrier.arrow"
+            path = self.task.staging.barrier_rejected(self.task.pass_index, self.part.index)
             info = write_table(path, self.drops.rows, fsync=self.task.fsync,
-                               relative_to=self.task.staging)  # fmt: skip
+                               relative_to=self.task.staging.root)  # fmt: skip
             files["rejected"].append(info.to_dict())
         self._store_counts()
 
@@ -291,18 +278,18 @@ class PartitionRun:
 
     def _flush_side_outputs(self) -> None:
         files, task = self.record["files"], self.task
-        n = f"{self.part.index:05d}-{self.flushes:05d}"
+        staging, k, p = task.staging, task.pass_index, self.part.index
         if self.rejected and task.write_rejected:
             table = pa.concat_tables(self.rejected).cast(REJECTED_SCHEMA)
-            path = self.out_dir / f"rejected-{n}.arrow"
+            path = staging.rejected(k, p, self.flushes)
             files["rejected"].append(
-                write_table(path, table, fsync=task.fsync, relative_to=task.staging).to_dict()
+                write_table(path, table, fsync=task.fsync, relative_to=staging.root).to_dict()
             )
         if self.quarantined:
-            path = self.out_dir / f"quarantine-{n}.arrow"
+            path = staging.quarantine(k, p, self.flushes)
             table = quarantine_table(self.quarantined)
             files["quarantine"].append(
-                write_table(path, table, fsync=task.fsync, relative_to=task.staging).to_dict()
+                write_table(path, table, fsync=task.fsync, relative_to=staging.root).to_dict()
             )
             self.record["quarantined"] += len(self.quarantined)
             tally(self.record, self.quarantined)
@@ -318,7 +305,7 @@ class PartitionRun:
             stages[str(pos)] = c.to_dict()
 
     def _checkpoint_path(self) -> Path:
-        return self.out_dir / f"part-{self.part.index:05d}.ckpt.json"
+        return self.task.staging.checkpoint(self.task.pass_index, self.part.index)
 
     def _checkpoint(self) -> None:
         files = self.record["files"]
@@ -330,7 +317,7 @@ class PartitionRun:
         self._store_counts()
         state = {"record": self.record, "consumed": self.consumed, "flushes": self.flushes}
         if self.writer is not None and self.writer.packers:
-            packer_path = self.out_dir / f"packer-{self.part.index:05d}.pkl"
+            packer_path = self.task.staging.packer(self.task.pass_index, self.part.index)
             packer_path.write_bytes(pickle.dumps(self.writer.state()))
             state["packer"] = packer_path.name
         _write_record(self._checkpoint_path(), state, self.task.fsync)
@@ -342,11 +329,12 @@ class PartitionRun:
         if not path.exists():
             return None
         state = json.loads(path.read_text())
-        if not files_intact(self.task.staging, state["record"]["files"]):
+        if not files_intact(self.task.staging.root, state["record"]["files"]):
             return None
         packers = None
         if "packer" in state and self.task.final and self.task.packing is not None:
-            packers = pickle.loads((self.out_dir / state["packer"]).read_bytes())
+            packer = self.task.staging.packer(self.task.pass_index, self.part.index)
+            packers = pickle.loads(packer.read_bytes())
         self.record = state["record"]
         self.record["read"] = 0  # recounted while the done chunks are read past
         self.consumed, self.flushes = state["consumed"], state["flushes"]
@@ -367,10 +355,8 @@ def files_intact(staging: Path, files: dict[str, Any]) -> bool:
     listed = [*files["shards"], *files["rejected"], *files["quarantine"]]
     listed += [part for seg in files["segments"] for part in (seg["data"], seg["summary"])]
     for info in listed:
-        if escape(staging, info["path"]) is not None:
-            return False
-        path = staging / info["path"]
-        if not path.is_file() or path.stat().st_size != info["bytes"]:
+        path = Staging(staging).resolve(info["path"])
+        if path is None or not path.is_file() or path.stat().st_size != info["bytes"]:
             return False
     return True
 
@@ -400,7 +386,7 @@ class Drops:
 def _drops(task: PassTask) -> Drops | None:
     if task.previous is None:
         return None
-    path = decision_path(task.staging, task.pass_index - 1, task.partition.index)
+    path = task.staging.decision(task.pass_index - 1, task.partition.index)
     if not path.exists():
         return Drops(pa.array([], pa.string()), REJECTED_SCHEMA.empty_table())
     table = read_stream(path)

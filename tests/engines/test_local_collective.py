@@ -10,11 +10,11 @@ import pyarrow as pa
 
 from curate.collective.local import LocalSummaries
 from curate.engines.barrier_step import write_decision
-from curate.engines.tasks import decision_path
 from curate.minhash.planted import planted_corpus
 from curate.output.shards import read_stream
 from curate.stages.base import DECISION_SCHEMA, ORDER
 from curate.stages.minhash_dedup import MinHashDedup, MinHashDedupParams
+from curate.staging.names import Staging
 
 
 def spilled_summaries(folder: Path, stage: MinHashDedup, partitions: int) -> list[tuple[Path, int]]:
@@ -59,7 +59,7 @@ def test_spilled_buckets_decide_as_one_piece_does(tmp_path: Path) -> None:
 
     written = []
     for p in range(6):  # each partition's file holds its own rows only, sorted by `_order`
-        path = decision_path(tmp_path, 1, p)
+        path = Staging(tmp_path).decision(1, p)
         if path.exists():
             table = read_stream(path)
             orders = table.column(ORDER).to_numpy()

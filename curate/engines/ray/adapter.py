@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from curate.engines.tasks import PassTask, pass_dir, run_pass_task
+from curate.engines.tasks import PassTask, run_pass_task
 from curate.errors import CurateError
 
 ATTEMPTS = 4
@@ -67,7 +67,7 @@ def _pickled(exc: CurateError) -> bytes:
 
 
 def attempts_path(task: PassTask) -> Path:
-    return pass_dir(task.staging, task.pass_index) / f"part-{task.partition.index:05d}.attempts"
+    return task.staging.attempts(task.pass_index, task.partition.index)
 
 
 def _count_attempt(task: PassTask) -> None:

@@ -1,0 +1,124 @@
+"""Every name in a run's staging folder, defined here and nowhere else.
+
+```
+.staging-<fingerprint>/            named by the store (`Store.staging`); one per fingerprint
+  pass-<k>/                        one folder per pass (k = 0, 1, ...: a pass ends at a barrier)
+    part-PPPPP.json                partition P's completion record (`record.PartitionRecord`)
+    part-PPPPP.ckpt.json           its checkpoint while it runs (`record.Checkpoint`)
+    packer-PPPPP.pkl               the packers' carried rows, named by the checkpoint
+    part-PPPPP.attempts            Ray only: runs of partition P in this pass so far
+    data-PPPPP-SSSSS.arrow         rows staged for the next pass, segment S
+    summary-PPPPP-SSSSS.arrow      their summaries for this pass's barrier, segment S
+    rejected-PPPPP-NNNNN.arrow     rows a map stage removed, flush N
+    rejected-PPPPP-barrier.arrow   rows the previous pass's barrier removed
+    quarantine-PPPPP-NNNNN.arrow   records that could not be read, flush N
+    decision.json                  the barrier decided (what it reported); a rerun skips it
+    decision-PPPPP.arrow           the ids the barrier drops from partition P (read by pass k+1)
+    collective/                    the local engine's spill while deciding (Ray's: collective-*)
+  out/                             the version being built, renamed into place at publish:
+    shards/part-PPPPP-IIIII.arrow    its shards (with a split: <split>/shards/...)
+```
+
+P is the partition's index (five digits, more when there are more partitions), S, N and I
+count from 0 within the partition. Records name their files by paths relative to the
+staging folder (`pass-0/rejected-00003-00000.arrow`), the form `relative` gives and
+`resolve` checks. At publish, side outputs move to `rejected/` and `quarantine/` of the
+version as `pass<k>-PPPPP-NNNNN.arrow` (`published_side_name`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from curate.paths import escape
+
+DATA = "data"
+"""Prefix of the staged data files, which `io.shards.ShardWriter` names `data-PPPPP-SSSSS.arrow`."""
+
+OUT = "out"
+"""The folder that becomes the version; shard paths in records start with it."""
+
+
+@dataclass(frozen=True)
+class Staging:
+    """A run's staging folder (`root`, `.staging-<fingerprint>` in the dataset's folder)."""
+
+    root: Path
+
+    def pass_dir(self, k: int) -> Path:
+        return self.root / f"pass-{k}"
+
+    # -- one partition's files in pass k ----------------------------------------------
+    def record(self, k: int, partition: int) -> Path:
+        return self.pass_dir(k) / f"part-{partition:05d}.json"
+
+    def checkpoint(self, k: int, partition: int) -> Path:
+        return self.pass_dir(k) / f"part-{partition:05d}.ckpt.json"
+
+    def packer(self, k: int, partition: int) -> Path:
+        return self.pass_dir(k) / f"packer-{partition:05d}.pkl"
+
+    def attempts(self, k: int, partition: int) -> Path:
+        return self.pass_dir(k) / f"part-{partition:05d}.attempts"
+
+    def summary(self, k: int, partition: int, segment: int) -> Path:
+        return self.pass_dir(k) / f"summary-{partition:05d}-{segment:05d}.arrow"
+
+    def staged_data(self, k: int, partition: int) -> list[Path]:
+        """The data files partition P staged in pass k for the next pass, in segment order."""
+        return sorted(self.pass_dir(k).glob(f"{DATA}-{partition:05d}-*.arrow"))
+
+    def rejected(self, k: int, partition: int, flush: int) -> Path:
+        return self.pass_dir(k) / f"rejected-{partition:05d}-{flush:05d}.arrow"
+
+    def barrier_rejected(self, k: int, partition: int) -> Path:
+        return self.pass_dir(k) / f"rejected-{partition:05d}-barrier.arrow"
+
+    def quarantine(self, k: int, partition: int, flush: int) -> Path:
+        return self.pass_dir(k) / f"quarantine-{partition:05d}-{flush:05d}.arrow"
+
+    # -- the barrier at the end of pass k ---------------------------------------------
+    def decided(self, k: int) -> Path:
+        """The marker of a decision made, holding what it reported."""
+        return self.pass_dir(k) / "decision.json"
+
+    def decision(self, k: int, partition: int) -> Path:
+        return self.pass_dir(k) / f"decision-{partition:05d}.arrow"
+
+    def decisions(self, k: int) -> list[Path]:
+        """Every decision file of pass k (an interrupted decision's, to remove first)."""
+        return list(self.pass_dir(k).glob("decision-*.arrow"))
+
+    def spill(self, k: int) -> Path:
+        return self.pass_dir(k) / "collective"
+
+    # -- the whole folder -------------------------------------------------------------
+    @property
+    def out(self) -> Path:
+        return self.root / OUT
+
+    def first_pass_records(self) -> list[Path]:
+        """Pass 0's completion records and checkpoints (both hold the input's identity)."""
+        first = self.pass_dir(0)
+        return sorted(first.glob("part-*.json")) if first.is_dir() else []
+
+    def relative(self, path: Path) -> str:
+        """How a record names a file of this folder."""
+        return path.relative_to(self.root).as_posix()
+
+    def resolve(self, name: str) -> Path | None:
+        """The file a record names, or None when the name would lead out of this folder
+        (the run moves what records name into the version: never a file from elsewhere)."""
+        return None if escape(self.root, name) is not None else self.root / name
+
+
+def version_path(name: str) -> str:
+    """A final shard's path in the version, from its path in the staging folder."""
+    return name.removeprefix(f"{OUT}/")
+
+
+def published_side_name(k: int, name: str) -> str:
+    """The name a staged side output (`rejected-PPPPP-NNNNN.arrow`, `quarantine-...`) of
+    pass k takes in the version's `rejected/` or `quarantine/`: `pass<k>-PPPPP-NNNNN.arrow`."""
+    return f"pass{k}-{Path(name).name.split('-', 1)[1]}"
