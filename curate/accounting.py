@@ -9,28 +9,36 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from curate.fingerprint import stage_software
 from curate.io.inputs import InputFile
 from curate.manifest import Counts, FileRecord, InputRecord, SplitRecord, Splits, StageRecord
 from curate.output.splits import HASH, SplitSpec
-from curate.stages.base import BarrierStage, Stage
+from curate.stages.base import BarrierStage, Stage, StageCounts
+from curate.staging.record import PartitionRecord
+
+if TYPE_CHECKING:
+    from curate.engines.job import JobResult
 
 
-def count_documents(stages: list[Stage], records: list[list[dict[str, Any]]]) -> Counts:
+def count_documents(stages: list[Stage], records: list[list[PartitionRecord]]) -> Counts:
     first = records[0]
-    quarantined = sum(r["quarantined"] for r in first)
-    documents = sum(r["read"] for r in first)
+    quarantined = sum(r.quarantined for r in first)
+    documents = sum(r.read for r in first)
     written = sum(
-        s.get("documents", s["rows"]) for r in records[-1] for s in r["files"].get("shards", [])
+        s["documents"] if "documents" in s else s["rows"]
+        for r in records[-1]
+        for s in r.files.shards
     )
     removed: dict[str, dict[str, int]] = {}
     for i, stage in enumerate(stages):
         total: Counter[str] = Counter()
         for pass_records in records:
             for r in pass_records:
-                total.update(r["stages"].get(str(i), {}).get("removed", {}))
+                counts = r.stages.get(i)
+                if counts is not None:
+                    total.update(counts.removed)
         if total:
             removed[f"{i}:{stage.name}"] = dict(sorted(total.items()))
     return Counts(
@@ -40,28 +48,22 @@ def count_documents(stages: list[Stage], records: list[list[dict[str, Any]]]) ->
         removed=removed,
         removed_total=sum(sum(v.values()) for v in removed.values()),
         quarantined=quarantined,
-        quarantined_bytes=sum(r.get("quarantined_bytes", 0) for r in first),
+        quarantined_bytes=sum(r.quarantined_bytes for r in first),
     )
 
 
-def stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
+def stage_records(stages: list[Stage], result: JobResult) -> list[StageRecord]:
     software = stage_software(stages)
     out = []
     for i, stage in enumerate(stages):
-        agg: dict[str, Any] = {"docs_in": 0, "docs_out": 0, "changed": 0, "seconds": 0.0}
-        removed: Counter[str] = Counter()
-        counters: Counter[str] = Counter()
+        total = StageCounts()
         for pass_records in result.records:
             for r in pass_records:
-                c = r["stages"].get(str(i))
-                if c is None:
-                    continue
-                for key in agg:
-                    agg[key] += c[key]
-                removed.update(c["removed"])
-                counters.update(c.get("counters", {}))
+                c = r.stages.get(i)
+                if c is not None:
+                    total.add(c)
         details = dict(stage.describe())
-        seconds = agg.pop("seconds")
+        seconds = total.seconds
         if i in result.decisions:
             decision = dict(result.decisions[i])
             details.update(decision.pop("details", {}))
@@ -73,12 +75,14 @@ def stage_records(stages: list[Stage], result: Any) -> list[StageRecord]:
                 name=stage.name,
                 kind="barrier" if isinstance(stage, BarrierStage) else "map",
                 params=stage.params.model_dump(mode="json"),
-                removed=dict(sorted(removed.items())),
-                counters=dict(sorted(counters.items())),
+                removed=dict(sorted(total.removed.items())),
+                counters=dict(sorted(total.counters.items())),
                 seconds=round(seconds, 4),
                 software=software[i],
                 details=details,
-                **agg,
+                docs_in=total.docs_in,
+                docs_out=total.docs_out,
+                changed=total.changed,
             )
         )
     return out
@@ -88,14 +92,14 @@ def input_records(
     files: list[InputFile],
     hashes: list[str],
     partitions: list[Any],
-    first_pass: list[dict[str, Any]],
+    first_pass: list[PartitionRecord],
 ) -> list[InputRecord]:
     docs: Counter[str] = Counter()
     bad: Counter[str] = Counter()
     parts: Counter[str] = Counter()
     for part, record in zip(partitions, first_pass, strict=True):
-        docs[part.input.name] += record["read"]
-        bad[part.input.name] += record["quarantined"]
+        docs[part.input.name] += record.read
+        bad[part.input.name] += record.quarantined
         parts[part.input.name] += 1
     return [
         InputRecord(

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -42,6 +42,7 @@ from curate.sizes import format_size
 from curate.software import host, versions
 from curate.stages.base import BarrierStage, Stage
 from curate.staging.names import Staging, published_side_name, version_path
+from curate.staging.record import PartitionRecord
 from curate.store import Store, write_atomic
 from curate.version import Version
 
@@ -209,7 +210,7 @@ class Build:
         shards = [
             FileRecord(**(s | {"path": version_path(s["path"])}))
             for rec in result.records[-1]
-            for s in rec["files"]["shards"]
+            for s in rec.files.shards
         ]
         # every document removed: one empty shard (per split) keeps the version readable
         for name in r.split.names() if r.split is not None else [None]:
@@ -279,16 +280,17 @@ def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> File
 
 
 def _collect_side_outputs(
-    records: list[list[dict[str, Any]]], staging: Staging, rejected: bool
+    records: list[list[PartitionRecord]], staging: Staging, rejected: bool
 ) -> dict[str, list[FileRecord]]:
     """Move each pass's rejected and quarantine files into the version, in a stable order."""
     side: dict[str, list[FileRecord]] = {"rejected": [], "quarantine": []}
     for k, pass_records in enumerate(records):
         for record in pass_records:
-            for key in ("rejected", "quarantine"):
+            for key, files in (("rejected", record.files.rejected),
+                               ("quarantine", record.files.quarantine)):  # fmt: skip
                 if key == "rejected" and not rejected:
                     continue
-                for info in record["files"][key]:
+                for info in files:
                     name = published_side_name(k, info["path"])
                     target = staging.out / key / name
                     target.parent.mkdir(exist_ok=True)

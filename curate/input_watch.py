@@ -21,7 +21,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from curate.errors import CurateError
 from curate.io import folders
@@ -29,6 +29,7 @@ from curate.io.inputs import InputFile
 
 if TYPE_CHECKING:
     from curate.staging.names import Staging
+    from curate.staging.record import PartitionRecord
 
 log = logging.getLogger(__name__)
 
@@ -79,17 +80,17 @@ def check_all(files: Iterable[InputFile]) -> None:
         check(inp)
 
 
-def check_records(files: list[InputFile], first_pass: list[dict[str, Any]]) -> None:
+def check_records(files: list[InputFile], first_pass: list[PartitionRecord]) -> None:
     """Every first-pass partition record was read from its input as this run discovered it
     (a record staged by an earlier run from the input as it was then says otherwise)."""
     by_name = {f.name: f for f in files}
     for record in first_pass:
-        inp = by_name.get(record["input"])
+        inp = by_name.get(record.input)
         if inp is None:
             continue
-        staged = record.get("input_stat")
+        staged = record.input_stat
         if staged is None or tuple(staged) != discovered(inp):
-            want = tuple(staged) if staged is not None else None
+            want = cast(Identity, tuple(staged)) if staged is not None else None
             raise InputChanged(
                 f"{inp.label} changed while the run read it "
                 f"({_difference(want, discovered(inp))}); nothing was published; "

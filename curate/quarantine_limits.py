@@ -15,12 +15,15 @@ have: field names only, never values (`QuarantineRecord.fields`).
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from curate.errors import CurateError
 from curate.io.batches import QuarantineRecord
+
+if TYPE_CHECKING:  # the recipe imports this module: it stays light
+    from curate.staging.record import PartitionRecord
 
 FLOOR = 100
 """Quarantined records a run always tolerates: a few bad lines never fail a small run."""
@@ -60,11 +63,14 @@ def on_error_schema(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [modes, {"$ref": ref}] if ref else [modes, *schema.pop("anyOf", [])]
 
 
-def tally(record: dict[str, Any], quarantined: list[QuarantineRecord]) -> None:
+def tally(record: PartitionRecord, quarantined: list[QuarantineRecord]) -> None:
     """Count a partition's quarantined records by reason in its completion record, with the
     field names seen in records quarantined for a field (bounded: it is a small JSON file)."""
-    reasons: dict[str, int] = record.setdefault("quarantine_reasons", {})
-    present: dict[str, list[str]] = record.setdefault("fields_present", {})
+    if record.quarantine_reasons is None:
+        record.quarantine_reasons = {}
+    if record.fields_present is None:
+        record.fields_present = {}
+    reasons, present = record.quarantine_reasons, record.fields_present
     for q in quarantined:
         key = q.reason if q.reason in reasons or len(reasons) < _REASONS_KEPT else _OTHER
         reasons[key] = reasons.get(key, 0) + 1
@@ -74,40 +80,40 @@ def tally(record: dict[str, Any], quarantined: list[QuarantineRecord]) -> None:
                 names[:] = sorted(set(names) | set(q.fields))[:_NAMES_KEPT]
 
 
-def check_partition(record: dict[str, Any], label: str | None = None) -> None:
+def check_partition(record: PartitionRecord, label: str | None = None) -> None:
     """Fail now when this first-pass partition quarantined every one of its records for one
     missing field or wrong type (called when the policy stops early). `label` names the
     input in the message (`InputFile.label`)."""
-    if record["read"]:
+    if record.read:
         return
-    reasons = record.get("quarantine_reasons", {})
-    present = record.get("fields_present", {})
+    reasons = record.quarantine_reasons or {}
+    present = record.fields_present or {}
     if len(reasons) != 1 or next(iter(reasons)) not in present:
         return
     reason, n = next(iter(reasons.items()))
     raise CurateError(
-        f"{label or 'input ' + repr(record['input'])}: all {n:,} records of partition "
-        f"{record['partition']} "
+        f"{label or 'input ' + repr(record.input)}: all {n:,} records of partition "
+        f"{record.partition} "
         f"were quarantined for {reason}{_fields(present[reason])}; nothing was published; "
         "check the recipe's text_field, id_field and fields against the input (if only some "
         "inputs lack it, set on_error.stop_early: false and raise on_error.max_quarantined)"
     )
 
 
-def check_run(first_pass: list[dict[str, Any]], policy: OnError) -> None:
+def check_run(first_pass: list[PartitionRecord], policy: OnError) -> None:
     """Fail before publishing when the run quarantined more than the policy allows."""
     if policy.mode != "quarantine":
         return
-    quarantined = sum(r["quarantined"] for r in first_pass)
-    total = quarantined + sum(r["read"] for r in first_pass)
+    quarantined = sum(r.quarantined for r in first_pass)
+    total = quarantined + sum(r.read for r in first_pass)
     everything = total > 0 and quarantined == total
     if not everything and quarantined <= max(FLOOR, policy.max_quarantined * total):
         return
     reasons: Counter[str] = Counter()
     present: dict[str, set[str]] = {}
     for r in first_pass:
-        reasons.update(r.get("quarantine_reasons", {}))
-        for reason, names in r.get("fields_present", {}).items():
+        reasons.update(r.quarantine_reasons or {})
+        for reason, names in (r.fields_present or {}).items():
             present.setdefault(reason, set()).update(names)
     top = [f"{reason} in {n:,}{_fields(present.get(reason))}"
            for reason, n in reasons.most_common(_SHOWN)]  # fmt: skip

@@ -224,7 +224,7 @@ def test_a_staged_record_naming_a_file_outside_the_staging_is_not_resumed(
     """A resumed run moves the files its staged records name into the version: a record
     (planted in a shared dataset folder) naming `../x` with that file's size moved a file
     from outside the dataset into the published version."""
-    from curate.engines.tasks import files_intact
+    from curate.staging.record import files_intact
 
     staging = tmp_path / "dataset" / ".staging-0123456789abcdef0123"
     (staging / "pass-0").mkdir(parents=True)

@@ -21,34 +21,26 @@ import pyarrow as pa
 from curate.collective.frame import Frame, Summaries
 from curate.collective.piece_ops import column_sum
 from curate.engines.job import Job, ProgressFn
-from curate.engines.tasks import PassTask, files_intact
+from curate.engines.tasks import PassTask
 from curate.errors import CurateError
 from curate.io.batches import ORDER, partition_of
 from curate.output.shards import write_table
 from curate.phases import mark
 from curate.stages.base import DECISION_SCHEMA, BarrierStage
 from curate.staging.names import Staging
+from curate.staging.record import PartitionRecord, completed
 
 log = logging.getLogger(__name__)
 
 
-def completed(task: PassTask) -> dict[str, Any] | None:
-    """The partition's record when a previous run finished it and its files are intact."""
-    path = task.staging.record(task.pass_index, task.partition.index)
-    if not path.exists():
-        return None
-    record: dict[str, Any] = json.loads(path.read_text())
-    return record if files_intact(task.staging.root, record["files"]) else None
-
-
 def split_completed(
     tasks: list[PassTask], phase: str
-) -> tuple[dict[int, dict[str, Any]], list[PassTask]]:
+) -> tuple[dict[int, PartitionRecord], list[PassTask]]:
     """Records of the partitions a previous run completed, and the tasks still to run."""
-    records: dict[int, dict[str, Any]] = {}
+    records: dict[int, PartitionRecord] = {}
     todo = []
     for task in tasks:
-        done = completed(task)
+        done = completed(task.staging, task.pass_index, task.partition.index)
         if done is not None:
             records[task.partition.index] = done
         else:
@@ -58,13 +50,13 @@ def split_completed(
     return records, todo
 
 
-def summary_files(staging: Staging, records: list[dict[str, Any]]) -> list[tuple[Path, int]]:
+def summary_files(staging: Staging, records: list[PartitionRecord]) -> list[tuple[Path, int]]:
     """The summary files the pass's records name, with their partition: exactly the completed
     ones, whatever else a killed attempt left in the folder."""
     return [
-        (staging.root / seg["summary"]["path"], int(r["partition"]))
+        (staging.root / seg["summary"]["path"], r.partition)
         for r in records
-        for seg in r["files"].get("segments", [])
+        for seg in r.files.segments
     ]
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from curate.collective.frame import Summaries
 from curate.engines.barrier_step import decide_once, split_completed
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.tasks import PassTask
+from curate.staging.record import PartitionRecord
 
 
 class Engine(ABC):
@@ -50,7 +51,7 @@ class Engine(ABC):
     def run_tasks(
         self,
         tasks: list[PassTask],
-        records: dict[int, dict[str, Any]],
+        records: dict[int, PartitionRecord],
         phase: str,
         total: int,
         progress: ProgressFn,
@@ -59,7 +60,7 @@ class Engine(ABC):
         partition index, reporting progress(phase, len(records), total) as each completes."""
 
     @abstractmethod
-    def summaries(self, job: Job, k: int, records: list[dict[str, Any]]) -> Summaries:
+    def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
         """The summaries pass k's records name, held the way this engine's collective
         operations work on them."""
 
@@ -92,7 +93,7 @@ class Engine(ABC):
             self.close()
         return result
 
-    def _run_pass(self, job: Job, k: int, progress: ProgressFn) -> list[dict[str, Any]]:
+    def _run_pass(self, job: Job, k: int, progress: ProgressFn) -> list[PartitionRecord]:
         phase = f"pass {k + 1}"
         tasks = [job.task(k, part) for part in job.partitions]
         records, todo = split_completed(tasks, phase)

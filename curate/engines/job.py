@@ -15,6 +15,7 @@ from curate.output.packing import PackSpec
 from curate.output.splits import SplitSpec
 from curate.plan import Segment
 from curate.staging.names import Staging
+from curate.staging.record import PartitionRecord
 
 ProgressFn = Callable[[str, int, int], None]
 """progress(phase, done, total): the CLI renders it; library code never prints."""
@@ -73,6 +74,6 @@ class Job:
 
 @dataclass
 class JobResult:
-    records: list[list[dict[str, Any]]]  # per pass, per partition (in partition order)
+    records: list[list[PartitionRecord]]  # per pass, per partition (in partition order)
     decisions: dict[int, dict[str, Any]] = field(default_factory=dict)  # barrier position -> info
     timings: dict[str, float] = field(default_factory=dict)  # wall seconds per pass

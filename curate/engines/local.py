@@ -17,7 +17,6 @@ import threading
 from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
 from multiprocessing import resource_tracker
 from multiprocessing.context import BaseContext
-from typing import Any
 
 import pyarrow as pa
 
@@ -26,6 +25,7 @@ from curate.engines.barrier_step import summary_files
 from curate.engines.base import Engine
 from curate.engines.job import Job, ProgressFn
 from curate.engines.tasks import PassTask, run_pass_task
+from curate.staging.record import PartitionRecord
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +149,7 @@ class LocalEngine(Engine):
     def run_tasks(
         self,
         tasks: list[PassTask],
-        records: dict[int, dict[str, Any]],
+        records: dict[int, PartitionRecord],
         phase: str,
         total: int,
         progress: ProgressFn,
@@ -167,10 +167,10 @@ class LocalEngine(Engine):
             done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
             for future in done:
                 record = future.result()
-                records[record["partition"]] = record
+                records[record.partition] = record
                 progress(phase, len(records), total)
 
-    def summaries(self, job: Job, k: int, records: list[dict[str, Any]]) -> Summaries:
+    def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
         from curate.collective.local import LocalSummaries
 
         spill = job.staging.spill(k)

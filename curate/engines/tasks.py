@@ -3,17 +3,15 @@
 A pass reads a partition (from the inputs in the first pass, from the previous
 pass's staged file after that), drops what the previous barrier decided, runs the
 segment's fused map stages, and then either summarizes for the next barrier while
-staging the surviving rows, or writes the final shards. It returns a small JSON
-record (counts, timings, files and their checksums) that is both the partition's
-completion marker and its fragment of the manifest.
+staging the surviving rows, or writes the final shards. It returns a small record
+(`curate.staging.record.PartitionRecord`: counts, timings, files and their checksums)
+that is both the partition's completion marker and its fragment of the manifest.
 """
 
 from __future__ import annotations
 
 import errno
-import json
 import logging
-import os
 import pickle
 import time
 from collections import Counter
@@ -53,6 +51,7 @@ from curate.stages.base import (
 )
 from curate.stages.chain import run_maps
 from curate.staging.names import Staging
+from curate.staging.record import Checkpoint, PartitionRecord, resumable, write_json
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +110,7 @@ class PassTask:
 
 
 def _source_chunks(
-    task: PassTask, record: dict[str, Any]
+    task: PassTask, record: PartitionRecord
 ) -> Iterator[tuple[pa.RecordBatch | None, list[QuarantineRecord]]]:
     """Chunks entering this pass, each batch with the hidden `_order` column, in a fixed order.
 
@@ -120,7 +119,7 @@ def _source_chunks(
     """
     part = task.partition
     if task.pass_index == 0:
-        record["input_stat"] = list(input_watch.discovered(part.input))
+        record.input_stat = list(input_watch.discovered(part.input))
         row = 0
         for chunk in read_partition(
             part,
@@ -132,7 +131,7 @@ def _source_chunks(
             mark("reading")
             batch = chunk.batch
             n = batch.num_rows
-            record["read"] += n
+            record.read += n
             if n == 0:
                 yield None, chunk.quarantined
                 continue
@@ -147,7 +146,7 @@ def _source_chunks(
             yield batch, []
 
 
-def run_pass_task(task: PassTask) -> dict[str, Any]:
+def run_pass_task(task: PassTask) -> PartitionRecord:
     """Run one partition through one pass and write its completion record."""
     return PartitionRun(task).run()
 
@@ -166,16 +165,7 @@ class PartitionRun:
         self.part = task.partition
         self.out_dir = task.staging.pass_dir(task.pass_index)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.record: dict[str, Any] = {
-            "partition": self.part.index,
-            "pass": task.pass_index,
-            "input": self.part.input.name,
-            "read": 0,
-            "quarantined": 0,
-            "quarantined_bytes": 0,
-            "stages": {},
-            "files": {"shards": [], "segments": [], "rejected": [], "quarantine": []},
-        }
+        self.record = PartitionRecord(self.part.index, task.pass_index, self.part.input.name)
         self.maps = [ready(s) for s in task.maps]  # same objects, set up once per worker
         self.counts = {pos: StageCounts() for pos in task.positions}
         self.previous = ready(task.previous) if task.previous is not None else None
@@ -188,12 +178,12 @@ class PartitionRun:
         self.writer: PartitionOutput | None = None
         self.segments: SegmentWriter | None = None
         packer_state = self._resume()
-        files = self.record["files"]
+        files = self.record.files
         if task.final:
             assert task.final_schema is not None
             self.writer = PartitionOutput(
                 task.staging.out, self.part.index, task.final_schema, task.shard_bytes,
-                packing=task.packing, split=task.split, done=files["shards"],
+                packing=task.packing, split=task.split, done=files.shards,
                 fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging.root,
             )  # fmt: skip
             if packer_state is not None:
@@ -202,10 +192,10 @@ class PartitionRun:
             self.segments = SegmentWriter(
                 task.staging, task.pass_index, self.part.index, task.shard_bytes, fsync=task.fsync
             )
-            self.segments.segments = list(files["segments"])
+            self.segments.segments = list(files.segments)
 
     # -- the pass ---------------------------------------------------------------------
-    def run(self) -> dict[str, Any]:
+    def run(self) -> PartitionRecord:
         started = time.perf_counter()
         skip = self.consumed
         try:
@@ -225,9 +215,9 @@ class PartitionRun:
             if exc.errno == errno.ENOSPC:
                 raise DiskFull(f"disk full while writing {self.out_dir}") from None
             raise
-        self.record["seconds"] = round(time.perf_counter() - started, 4)
-        _write_record(self.task.staging.record(self.task.pass_index, self.part.index),
-                      self.record, self.task.fsync)  # fmt: skip
+        self.record.seconds = round(time.perf_counter() - started, 4)
+        write_json(self.task.staging.record(self.task.pass_index, self.part.index),
+                   self.record.to_json(), self.task.fsync)  # fmt: skip
         self._checkpoint_path().unlink(missing_ok=True)
         return self.record
 
@@ -255,18 +245,18 @@ class PartitionRun:
         self.segments.write(batch, self.task.barrier.summarize(batch))
 
     def _finish(self) -> None:
-        files = self.record["files"]
+        files = self.record.files
         if self.writer is not None:
-            files["shards"] += self.writer.finish()
+            files.shards += self.writer.finish()
         if self.segments is not None:
             self.segments.close_segment()
-            files["segments"] = self.segments.segments
+            files.segments = self.segments.segments
         self._flush_side_outputs()
         if self.drops is not None and len(self.drops.ids) and self.task.write_rejected:
             path = self.task.staging.barrier_rejected(self.task.pass_index, self.part.index)
             info = write_table(path, self.drops.rows, fsync=self.task.fsync,
                                relative_to=self.task.staging.root)  # fmt: skip
-            files["rejected"].append(info.to_dict())
+            files.rejected.append(info.to_dict())
         self._store_counts()
 
     # -- checkpoints ------------------------------------------------------------------
@@ -274,91 +264,80 @@ class PartitionRun:
         if self.writer is not None:
             return self.writer.completed()
         assert self.segments is not None
-        return len(self.segments.segments) > len(self.record["files"]["segments"])
+        return len(self.segments.segments) > len(self.record.files.segments)
 
     def _flush_side_outputs(self) -> None:
-        files, task = self.record["files"], self.task
+        files, task = self.record.files, self.task
         staging, k, p = task.staging, task.pass_index, self.part.index
         if self.rejected and task.write_rejected:
             table = pa.concat_tables(self.rejected).cast(REJECTED_SCHEMA)
             path = staging.rejected(k, p, self.flushes)
-            files["rejected"].append(
+            files.rejected.append(
                 write_table(path, table, fsync=task.fsync, relative_to=staging.root).to_dict()
             )
         if self.quarantined:
             path = staging.quarantine(k, p, self.flushes)
             table = quarantine_table(self.quarantined)
-            files["quarantine"].append(
+            files.quarantine.append(
                 write_table(path, table, fsync=task.fsync, relative_to=staging.root).to_dict()
             )
-            self.record["quarantined"] += len(self.quarantined)
+            self.record.quarantined += len(self.quarantined)
             tally(self.record, self.quarantined)
-            self.record["quarantined_bytes"] += sum(q.nbytes for q in self.quarantined)
+            self.record.quarantined_bytes += sum(q.nbytes for q in self.quarantined)
         self.rejected, self.quarantined = [], []
         self.flushes += 1
 
     def _store_counts(self) -> None:
-        stages = self.record["stages"]
+        """Into the record, as they would read back from its JSON (seconds rounded)."""
+        stages = self.record.stages
         if self.previous is not None:
-            stages[str(self.task.previous_position)] = self.prev_counts.to_dict()
+            stages[self.task.previous_position] = _snapshot(self.prev_counts)
         for pos, c in self.counts.items():
-            stages[str(pos)] = c.to_dict()
+            stages[pos] = _snapshot(c)
 
     def _checkpoint_path(self) -> Path:
         return self.task.staging.checkpoint(self.task.pass_index, self.part.index)
 
     def _checkpoint(self) -> None:
-        files = self.record["files"]
+        files = self.record.files
         if self.writer is not None:
-            files["shards"] += self.writer.take()
+            files.shards += self.writer.take()
         elif self.segments is not None:
-            files["segments"] = list(self.segments.segments)
+            files.segments = list(self.segments.segments)
         self._flush_side_outputs()
         self._store_counts()
-        state = {"record": self.record, "consumed": self.consumed, "flushes": self.flushes}
+        state = Checkpoint(self.record, self.consumed, self.flushes)
         if self.writer is not None and self.writer.packers:
             packer_path = self.task.staging.packer(self.task.pass_index, self.part.index)
             packer_path.write_bytes(pickle.dumps(self.writer.state()))
-            state["packer"] = packer_path.name
-        _write_record(self._checkpoint_path(), state, self.task.fsync)
+            state.packer = packer_path.name
+        write_json(self._checkpoint_path(), state.to_json(), self.task.fsync)
 
     def _resume(self) -> dict[str, Any] | None:
         """Continue from this partition's checkpoint when every file it names is intact;
         returns the packers' carried rows, if any, for the shard output to restore."""
-        path = self._checkpoint_path()
-        if not path.exists():
-            return None
-        state = json.loads(path.read_text())
-        if not files_intact(self.task.staging.root, state["record"]["files"]):
+        state = resumable(self.task.staging, self.task.pass_index, self.part.index)
+        if state is None:
             return None
         packers = None
-        if "packer" in state and self.task.final and self.task.packing is not None:
+        if state.packer is not None and self.task.final and self.task.packing is not None:
             packer = self.task.staging.packer(self.task.pass_index, self.part.index)
             packers = pickle.loads(packer.read_bytes())
-        self.record = state["record"]
-        self.record["read"] = 0  # recounted while the done chunks are read past
-        self.consumed, self.flushes = state["consumed"], state["flushes"]
-        for pos, c in self.record["stages"].items():
-            if int(pos) == self.task.previous_position:
-                self.prev_counts = StageCounts.from_dict(c)
+        self.record = state.record
+        self.record.read = 0  # recounted while the done chunks are read past
+        self.consumed, self.flushes = state.consumed, state.flushes
+        for pos, c in self.record.stages.items():
+            if pos == self.task.previous_position:
+                self.prev_counts = _snapshot(c)
             else:
-                self.counts[int(pos)] = StageCounts.from_dict(c)
+                self.counts[pos] = _snapshot(c)
         log.info("partition %d pass %d: resuming after %d chunks", self.part.index,
                  self.task.pass_index, self.consumed)  # fmt: skip
         return packers
 
 
-def files_intact(staging: Path, files: dict[str, Any]) -> bool:
-    """Every file a record or checkpoint names is inside the staging folder (the run moves
-    them into the version: never a file from elsewhere) and has the size it had when
-    completed."""
-    listed = [*files["shards"], *files["rejected"], *files["quarantine"]]
-    listed += [part for seg in files["segments"] for part in (seg["data"], seg["summary"])]
-    for info in listed:
-        path = Staging(staging).resolve(info["path"])
-        if path is None or not path.is_file() or path.stat().st_size != info["bytes"]:
-            return False
-    return True
+def _snapshot(counts: StageCounts) -> StageCounts:
+    return StageCounts.from_dict(counts.to_dict())
 
 
 @dataclass
@@ -392,14 +371,3 @@ def _drops(task: PassTask) -> Drops | None:
     table = read_stream(path)
     rows = table.select(REJECTED_SCHEMA.names).cast(REJECTED_SCHEMA)
     return Drops(table.column(ID).combine_chunks(), rows)
-
-
-def _write_record(path: Path, record: dict[str, Any], fsync: bool) -> None:
-    """Atomically, so a record on disk always describes files that are complete."""
-    tmp = path.with_suffix(".json.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(record, f, indent=1, sort_keys=True)
-        f.flush()
-        if fsync:
-            os.fsync(f.fileno())
-    os.replace(tmp, path)

@@ -45,7 +45,7 @@ def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         partitions.append(task.partition.index)
         try:
             _count_attempt(task)
-            records.append(json.dumps(run_pass_task(task)))
+            records.append(json.dumps(run_pass_task(task).to_json()))
             errors.append(b"")
         except CurateError as exc:
             records.append("")

@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import pickle
-from typing import Any
 
 import ray
 
@@ -28,6 +27,7 @@ from curate.engines.ray.adapter import attempts_path, items, run_partitions, use
 from curate.engines.ray.collective import RaySummaries
 from curate.engines.ray.connect import init, start_local
 from curate.engines.tasks import PassTask
+from curate.staging.record import PartitionRecord
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class RayEngine(Engine):
     def run_tasks(
         self,
         tasks: list[PassTask],
-        records: dict[int, dict[str, Any]],
+        records: dict[int, PartitionRecord],
         phase: str,
         total: int,
         progress: ProgressFn,
@@ -89,10 +89,10 @@ class RayEngine(Engine):
         for row in ran.iter_rows():
             if row["error"]:  # a user's error (bad input, full disk), as raised
                 raise pickle.loads(row["error"])
-            records[int(row["partition"])] = json.loads(row["record"])
+            records[int(row["partition"])] = PartitionRecord.from_json(json.loads(row["record"]))
             progress(phase, len(records), total)
 
-    def summaries(self, job: Job, k: int, records: list[dict[str, Any]]) -> Summaries:
+    def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
         return RaySummaries(summary_files(job.staging, records))
 
     def user_error(self, exc: Exception) -> BaseException | None:

@@ -1,0 +1,176 @@
+"""What one partition leaves in one pass: its completion record, and its checkpoint meanwhile.
+
+A record (`part-PPPPP.json`) is written last, atomically, after every file it names is
+complete, so it is both the marker a resumed run trusts (`completed`: present, and every
+file it names intact) and the partition's fragment of the manifest, which the driver
+merges (`curate.accounting`). While a partition runs, its checkpoint (`part-PPPPP.ckpt.json`)
+holds the record so far and where to continue. On disk both are the `to_json()` form with
+sorted keys; a run interrupted on one engine resumes on another from the same files.
+
+Room for more: what later work records per partition (statistics, examples, lineage)
+becomes an optional field here, left out of the JSON while it is None, as `input_stat` is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from curate.stages.base import StageCounts
+from curate.staging.names import Staging
+
+FileInfo = dict[str, Any]
+"""One file a record names, as `io.shards.ShardInfo.to_dict()` gives it: its path relative
+to the staging folder, rows, bytes, sha256 (empty for staged data, checked by size only)."""
+
+
+@dataclass
+class PartitionFiles:
+    """The files a partition completed in one pass, each named relative to the staging folder."""
+
+    shards: list[FileInfo] = field(default_factory=list)  # the final pass's shards, in out/
+    segments: list[dict[str, FileInfo]] = field(default_factory=list)  # {"data", "summary"}
+    rejected: list[FileInfo] = field(default_factory=list)
+    quarantine: list[FileInfo] = field(default_factory=list)
+
+    def listed(self) -> list[FileInfo]:
+        files = [*self.shards, *self.rejected, *self.quarantine]
+        return files + [part for seg in self.segments for part in (seg["data"], seg["summary"])]
+
+    def intact(self, staging: Staging) -> bool:
+        """Every file named is inside the staging folder (the run moves them into the version:
+        never a file from elsewhere) and has the size it had when completed."""
+        for info in self.listed():
+            path = staging.resolve(info["path"])
+            if path is None or not path.is_file() or path.stat().st_size != info["bytes"]:
+                return False
+        return True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "shards": self.shards,
+            "segments": self.segments,
+            "rejected": self.rejected,
+            "quarantine": self.quarantine,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PartitionFiles:
+        return cls(data["shards"], data["segments"], data["rejected"], data["quarantine"])
+
+
+@dataclass
+class PartitionRecord:
+    """One partition's counts and files after one pass (the JSON names `pass_index` "pass")."""
+
+    partition: int
+    pass_index: int
+    input: str  # the input file's name (`InputFile.name`)
+    read: int = 0  # documents read from the input (first pass; 0 after)
+    quarantined: int = 0
+    quarantined_bytes: int = 0
+    stages: dict[int, StageCounts] = field(default_factory=dict)  # by position in the recipe
+    files: PartitionFiles = field(default_factory=PartitionFiles)
+    input_stat: list[int] | None = None  # first pass: the input's identity when read
+    quarantine_reasons: dict[str, int] | None = None  # counts by reason (quarantine_limits)
+    fields_present: dict[str, list[str]] | None = None  # field names seen, by reason
+    seconds: float | None = None  # the pass's time; None until complete (a checkpoint's)
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "partition": self.partition,
+            "pass": self.pass_index,
+            "input": self.input,
+            "read": self.read,
+            "quarantined": self.quarantined,
+            "quarantined_bytes": self.quarantined_bytes,
+            "stages": {str(pos): counts.to_dict() for pos, counts in self.stages.items()},
+            "files": self.files.to_json(),
+        }
+        optional = {
+            "input_stat": self.input_stat,
+            "quarantine_reasons": self.quarantine_reasons,
+            "fields_present": self.fields_present,
+            "seconds": self.seconds,
+        }
+        return data | {key: value for key, value in optional.items() if value is not None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PartitionRecord:
+        return cls(
+            partition=data["partition"],
+            pass_index=data["pass"],
+            input=data["input"],
+            read=data["read"],
+            quarantined=data["quarantined"],
+            quarantined_bytes=data["quarantined_bytes"],
+            stages={int(pos): StageCounts.from_dict(c) for pos, c in data["stages"].items()},
+            files=PartitionFiles.from_json(data["files"]),
+            input_stat=data.get("input_stat"),
+            quarantine_reasons=data.get("quarantine_reasons"),
+            fields_present=data.get("fields_present"),
+            seconds=data.get("seconds"),
+        )
+
+
+@dataclass
+class Checkpoint:
+    """Where an interrupted partition continues: the record so far, the source chunks it
+    consumed, the side-output flushes done, and whether the packers' state was saved
+    (`Staging.packer`)."""
+
+    record: PartitionRecord
+    consumed: int
+    flushes: int
+    packer: str | None = None  # the packer file's name, when the packers carry rows
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "record": self.record.to_json(),
+            "consumed": self.consumed,
+            "flushes": self.flushes,
+        }
+        return data if self.packer is None else data | {"packer": self.packer}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Checkpoint:
+        record = PartitionRecord.from_json(data["record"])
+        return cls(record, data["consumed"], data["flushes"], data.get("packer"))
+
+
+def completed(staging: Staging, k: int, partition: int) -> PartitionRecord | None:
+    """Partition P's record of pass k, when a previous run completed it and its files are
+    intact; None means the partition runs (again)."""
+    path = staging.record(k, partition)
+    if not path.exists():
+        return None
+    record = PartitionRecord.from_json(json.loads(path.read_text()))
+    return record if record.files.intact(staging) else None
+
+
+def resumable(staging: Staging, k: int, partition: int) -> Checkpoint | None:
+    """Partition P's checkpoint in pass k, when every file it names is intact."""
+    path = staging.checkpoint(k, partition)
+    if not path.exists():
+        return None
+    checkpoint = Checkpoint.from_json(json.loads(path.read_text()))
+    return checkpoint if checkpoint.record.files.intact(staging) else None
+
+
+def files_intact(root: Path, files: dict[str, Any]) -> bool:
+    """`PartitionFiles.intact` of a record's "files" as JSON, in the staging folder `root`."""
+    return PartitionFiles.from_json(files).intact(Staging(root))
+
+
+def write_json(path: Path, data: dict[str, Any], fsync: bool) -> None:
+    """Atomically, so a record on disk always describes files that are complete."""
+    tmp = path.with_suffix(".json.tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, indent=1, sort_keys=True)
+        f.flush()
+        if fsync:
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
