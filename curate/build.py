@@ -25,6 +25,7 @@ import pyarrow as pa
 from curate import accounting, input_watch
 from curate.dirfd import Folder
 from curate.engines.job import Job, JobResult, ProgressFn
+from curate.engines.tasks import RunSettings
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
 from curate.io.batches import FieldSpec
@@ -182,18 +183,20 @@ class Build:
             positions=[[position[id(m)] for m in seg.maps] for seg in segments],
             barrier_positions=[position[id(s.barrier)] if s.barrier else -1 for s in segments],
             partitions=plan_partitions(self.files, r.partition_size),
-            fields=fields,
-            on_error=r.on_error_policy.mode,
-            final_schema=check_columns(self.stages, fields.schema()),
-            shard_bytes=r.output.shard_size,
-            fsync=r.output.fsync,
-            file_mode=int(r.output.file_mode, 8),
-            write_rejected=r.output.rejected,
-            batch_bytes=r.batch_size,
-            max_document_bytes=r.max_document_bytes,
-            packing=packing_for(self.stages),
-            split=r.split,
-            stop_early=r.on_error_policy.mode == "quarantine" and r.on_error_policy.stop_early,
+            settings=RunSettings(
+                fields=fields,
+                on_error=r.on_error_policy.mode,
+                final_schema=check_columns(self.stages, fields.schema()),
+                shard_bytes=r.output.shard_size,
+                fsync=r.output.fsync,
+                file_mode=int(r.output.file_mode, 8),
+                write_rejected=r.output.rejected,
+                batch_bytes=r.batch_size,
+                max_document_bytes=r.max_document_bytes,
+                packing=packing_for(self.stages),
+                split=r.split,
+                stop_early=r.on_error_policy.mode == "quarantine" and r.on_error_policy.stop_early,
+            ),
         )
 
     def _publish(
@@ -215,7 +218,7 @@ class Build:
         # every document removed: one empty shard (per split) keeps the version readable
         for name in r.split.names() if r.split is not None else [None]:
             if not any(s.split == name for s in shards):
-                shards.append(_empty_shard(out, job.final_schema, name))
+                shards.append(_empty_shard(out, job.settings.final_schema, name))
         side = _collect_side_outputs(result.records, job.staging, r.output.rejected)
         counts = accounting.count_documents(stages, result.records)
         reconcile(counts)
@@ -236,7 +239,7 @@ class Build:
                     self.files, digests, job.partitions, result.records[0]
                 ),
                 stages=accounting.stage_records(stages, result),
-                schema_=[{"name": f.name, "type": str(f.type)} for f in job.final_schema],
+                schema_=[{"name": f.name, "type": str(f.type)} for f in job.settings.final_schema],
                 shards=shards,
                 rejected=side["rejected"],
                 quarantine=side["quarantine"],

@@ -91,7 +91,7 @@ def decide_once(
         decision, stats = barrier.decide_with_stats(summaries)
         for stale in job.staging.decisions(k):
             stale.unlink()
-        dropped = write_decision(decision, job.staging.root, k, job.fsync)
+        dropped = write_decision(decision, job.staging.root, k, job.settings.fsync)
         info = {
             "summary_rows": summaries.count(),
             "dropped": dropped,

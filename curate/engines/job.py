@@ -6,13 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import pyarrow as pa
-
-from curate.engines.tasks import PassTask
-from curate.io.batches import FieldSpec
+from curate.engines.tasks import PassTask, RunSettings
 from curate.io.partitions import Partition
-from curate.output.packing import PackSpec
-from curate.output.splits import SplitSpec
 from curate.plan import Segment
 from curate.staging.names import Staging
 from curate.staging.record import PartitionRecord
@@ -32,18 +27,7 @@ class Job:
     positions: list[list[int]]  # recipe position of each map stage, per segment
     barrier_positions: list[int]  # recipe position of each segment's barrier (-1: none)
     partitions: list[Partition]
-    fields: FieldSpec
-    on_error: str
-    final_schema: pa.Schema
-    shard_bytes: int
-    fsync: bool = True
-    file_mode: int = 0o640
-    write_rejected: bool = True
-    batch_bytes: int = 8 << 20
-    max_document_bytes: int = 64 << 20
-    packing: PackSpec | None = None  # rows packed per partition by the shard writer
-    split: SplitSpec | None = None  # held-out splits, decided per document by the shard writer
-    stop_early: bool = False  # a partition all quarantined for one field fails the run at once
+    settings: RunSettings
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
         seg = self.segments[pass_index]
@@ -52,23 +36,12 @@ class Job:
             pass_index=pass_index,
             partition=partition,
             staging=self.staging,
+            settings=self.settings,
             maps=seg.maps,
             positions=self.positions[pass_index],
-            fields=self.fields,
-            on_error=self.on_error,
             previous=previous,
             previous_position=self.barrier_positions[pass_index - 1] if pass_index else -1,
             barrier=seg.barrier,
-            final_schema=self.final_schema,
-            shard_bytes=self.shard_bytes,
-            fsync=self.fsync,
-            file_mode=self.file_mode,
-            write_rejected=self.write_rejected,
-            batch_bytes=self.batch_bytes,
-            max_document_bytes=self.max_document_bytes,
-            packing=self.packing,
-            split=self.split,
-            stop_early=self.stop_early,
         )
 
 

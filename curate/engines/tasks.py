@@ -16,7 +16,7 @@ import pickle
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -78,6 +78,25 @@ def ready(stage: S) -> S:
     return cast(S, cached)
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """How every partition of a run is read and written, whatever the pass: the recipe's
+    settings, made once by the build and shared by the job and each of its tasks."""
+
+    fields: FieldSpec
+    on_error: str
+    final_schema: pa.Schema  # the shards' columns
+    shard_bytes: int  # shards, and staged segments, close at about this size
+    fsync: bool = True
+    file_mode: int = 0o640
+    write_rejected: bool = True
+    batch_bytes: int = 8 << 20
+    max_document_bytes: int = 64 << 20
+    packing: PackSpec | None = None  # rows packed per partition by the shard writer
+    split: SplitSpec | None = None  # held-out splits, decided per document at shard writing
+    stop_early: bool = False  # fail when every record of a partition lacks the same field
+
+
 @dataclass
 class PassTask:
     """Everything a worker needs to run one partition through one pass."""
@@ -85,24 +104,12 @@ class PassTask:
     pass_index: int
     partition: Partition
     staging: Staging
+    settings: RunSettings
     maps: list[MapStage]
     positions: list[int]  # each map stage's position in the recipe
-    fields: FieldSpec
-    on_error: str
-    previous: BarrierStage | None = None
+    previous: BarrierStage | None = None  # the barrier whose decision this pass applies
     previous_position: int = -1
-    barrier: BarrierStage | None = None
-    final_schema: pa.Schema | None = None
-    shard_bytes: int = 256 * 10**6
-    fsync: bool = True
-    file_mode: int = 0o640
-    write_rejected: bool = True
-    batch_bytes: int = 8 << 20
-    max_document_bytes: int = 64 << 20
-    extra: dict[str, Any] = field(default_factory=dict)
-    packing: PackSpec | None = None
-    split: SplitSpec | None = None  # held-out splits, decided per document at shard writing
-    stop_early: bool = False  # fail when every record of the partition lacks the same field
+    barrier: BarrierStage | None = None  # the barrier this pass summarizes for; None: final
 
     @property
     def final(self) -> bool:
@@ -123,10 +130,10 @@ def _source_chunks(
         row = 0
         for chunk in read_partition(
             part,
-            task.fields,
-            on_error=task.on_error,
-            batch_bytes=task.batch_bytes,
-            max_document_bytes=task.max_document_bytes,
+            task.settings.fields,
+            on_error=task.settings.on_error,
+            batch_bytes=task.settings.batch_bytes,
+            max_document_bytes=task.settings.max_document_bytes,
         ):
             mark("reading")
             batch = chunk.batch
@@ -162,6 +169,7 @@ class PartitionRun:
 
     def __init__(self, task: PassTask) -> None:
         self.task = task
+        self.settings = task.settings
         self.part = task.partition
         self.out_dir = task.staging.pass_dir(task.pass_index)
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -179,18 +187,18 @@ class PartitionRun:
         self.segments: SegmentWriter | None = None
         packer_state = self._resume()
         files = self.record.files
+        run = self.settings
         if task.final:
-            assert task.final_schema is not None
             self.writer = PartitionOutput(
-                task.staging.out, self.part.index, task.final_schema, task.shard_bytes,
-                packing=task.packing, split=task.split, done=files.shards,
-                fsync=task.fsync, file_mode=task.file_mode, relative_to=task.staging.root,
+                task.staging.out, self.part.index, run.final_schema, run.shard_bytes,
+                packing=run.packing, split=run.split, done=files.shards,
+                fsync=run.fsync, file_mode=run.file_mode, relative_to=task.staging.root,
             )  # fmt: skip
             if packer_state is not None:
                 self.writer.restore(packer_state)
         else:
             self.segments = SegmentWriter(
-                task.staging, task.pass_index, self.part.index, task.shard_bytes, fsync=task.fsync
+                task.staging, task.pass_index, self.part.index, run.shard_bytes, fsync=run.fsync
             )
             self.segments.segments = list(files.segments)
 
@@ -209,7 +217,7 @@ class PartitionRun:
                 if self._completed_a_file():
                     self._checkpoint()
             self._finish()
-            if self.task.pass_index == 0 and self.task.stop_early:
+            if self.task.pass_index == 0 and self.settings.stop_early:
                 check_partition(self.record, self.part.input.label)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
@@ -217,7 +225,7 @@ class PartitionRun:
             raise
         self.record.seconds = round(time.perf_counter() - started, 4)
         write_json(self.task.staging.record(self.task.pass_index, self.part.index),
-                   self.record.to_json(), self.task.fsync)  # fmt: skip
+                   self.record.to_json(), self.settings.fsync)  # fmt: skip
         self._checkpoint_path().unlink(missing_ok=True)
         return self.record
 
@@ -252,9 +260,9 @@ class PartitionRun:
             self.segments.close_segment()
             files.segments = self.segments.segments
         self._flush_side_outputs()
-        if self.drops is not None and len(self.drops.ids) and self.task.write_rejected:
+        if self.drops is not None and len(self.drops.ids) and self.settings.write_rejected:
             path = self.task.staging.barrier_rejected(self.task.pass_index, self.part.index)
-            info = write_table(path, self.drops.rows, fsync=self.task.fsync,
+            info = write_table(path, self.drops.rows, fsync=self.settings.fsync,
                                relative_to=self.task.staging.root)  # fmt: skip
             files.rejected.append(info.to_dict())
         self._store_counts()
@@ -267,19 +275,19 @@ class PartitionRun:
         return len(self.segments.segments) > len(self.record.files.segments)
 
     def _flush_side_outputs(self) -> None:
-        files, task = self.record.files, self.task
-        staging, k, p = task.staging, task.pass_index, self.part.index
-        if self.rejected and task.write_rejected:
+        files, run = self.record.files, self.settings
+        staging, k, p = self.task.staging, self.task.pass_index, self.part.index
+        if self.rejected and run.write_rejected:
             table = pa.concat_tables(self.rejected).cast(REJECTED_SCHEMA)
             path = staging.rejected(k, p, self.flushes)
             files.rejected.append(
-                write_table(path, table, fsync=task.fsync, relative_to=staging.root).to_dict()
+                write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()
             )
         if self.quarantined:
             path = staging.quarantine(k, p, self.flushes)
             table = quarantine_table(self.quarantined)
             files.quarantine.append(
-                write_table(path, table, fsync=task.fsync, relative_to=staging.root).to_dict()
+                write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()
             )
             self.record.quarantined += len(self.quarantined)
             tally(self.record, self.quarantined)
@@ -311,7 +319,7 @@ class PartitionRun:
             packer_path = self.task.staging.packer(self.task.pass_index, self.part.index)
             packer_path.write_bytes(pickle.dumps(self.writer.state()))
             state.packer = packer_path.name
-        write_json(self._checkpoint_path(), state.to_json(), self.task.fsync)
+        write_json(self._checkpoint_path(), state.to_json(), self.settings.fsync)
 
     def _resume(self) -> dict[str, Any] | None:
         """Continue from this partition's checkpoint when every file it names is intact;
@@ -320,7 +328,7 @@ class PartitionRun:
         if state is None:
             return None
         packers = None
-        if state.packer is not None and self.task.final and self.task.packing is not None:
+        if state.packer is not None and self.task.final and self.settings.packing is not None:
             packer = self.task.staging.packer(self.task.pass_index, self.part.index)
             packers = pickle.loads(packer.read_bytes())
         self.record = state.record
