@@ -54,12 +54,10 @@ def current(inp: InputFile) -> Identity | None:
         st = os.stat(inp.path)
         if inp.format not in FOLDER_FORMATS:
             return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
-        members = folders.hf_shards(inp.path) if inp.format == "hf_disk" else (
-            folders.text_members(inp.path))  # fmt: skip
+        found = folders.list_folder(inp.path, inp.format)
     except (OSError, CurateError):
         return None
-    size, mtime_ns, ctime_ns = folders.totals_with_ctime(members)
-    return (size, mtime_ns, ctime_ns, st.st_ino, st.st_dev)
+    return (found.size, found.mtime_ns, found.ctime_ns, st.st_ino, st.st_dev)
 
 
 def check(inp: InputFile, seen: Identity | None = None) -> Identity:

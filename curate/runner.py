@@ -23,7 +23,7 @@ from curate.engines.job import ProgressFn, no_progress
 from curate.errors import CurateError, DiskFull
 from curate.fingerprint import cached_content_hashes, fingerprint
 from curate.io.batches import FieldSpec
-from curate.io.inputs import discover_inputs
+from curate.io.inputs import check_contents, discover_inputs
 from curate.reading import check_inputs
 from curate.recipe import Recipe
 from curate.store import Store
@@ -82,13 +82,10 @@ def _run(recipe: Recipe, progress: ProgressFn, workers: int | None, verify: str)
         store.drop_leftover_staging(fp)
         return found
     # Building: check every input's contents before anything is written.
-    files = discover_inputs(recipe.inputs, recipe.base_dir)
+    check_contents(files)
     check_inputs(
         files, FieldSpec(recipe.text_field, recipe.id_field, recipe.keep_fields(), chat=recipe.chat)
     )
-    if hashes is not None:  # of the files as listed now (no file is hashed twice)
-        hashes = cached_content_hashes(load, files, save)
-    fp = fingerprint(recipe, files, stages, hashes)
     engine = _engine(recipe, workers)  # a missing engine library fails before anything is written
     new_folders = [p for p in (store.root, store.path) if not p.exists()]
     store.ensure()

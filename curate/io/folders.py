@@ -11,9 +11,10 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 
 from curate.errors import CurateError
@@ -31,6 +32,26 @@ class Member:
     size: int
     mtime_ns: int
     ctime_ns: int = 0
+
+
+@dataclass(frozen=True)
+class Listing:
+    """A folder input's members, in reading order, and the totals its identity is made of."""
+
+    members: tuple[Member, ...]
+    size: int  # sum over members
+    mtime_ns: int  # max over members
+    ctime_ns: int  # max over members
+
+
+def list_folder(folder: str, fmt: str) -> Listing:
+    """The folder's members as they are now (a saved dataset's shards and state.json for
+    `hf_disk`, else its text files), listed once: the listing is remembered, so planning,
+    hashing and reading in this process use the members discovery saw."""
+    members = tuple(hf_shards(folder) if fmt == "hf_disk" else text_members(folder))
+    size, mtime_ns, ctime_ns = totals_with_ctime(members)
+    _cached_members.remember((folder, fmt, size, mtime_ns), members)
+    return Listing(members, size, mtime_ns, ctime_ns)
 
 
 def text_members(folder: str) -> list[Member]:
@@ -108,9 +129,37 @@ def members_of(folder: str, fmt: str, size: int, mtime_ns: int, name: str) -> tu
     return members
 
 
-@lru_cache(maxsize=16)
-def _cached_members(folder: str, fmt: str, size: int, mtime_ns: int) -> tuple[Member, ...]:
-    return tuple(hf_shards(folder) if fmt == "hf_disk" else text_members(folder))
+class _Listings:
+    """The member lists of the last few folders listed in this process, by folder, format,
+    size and mtime; one not listed yet (a worker's first look) is listed now. Inputs are
+    hashed in a thread beside planning, hence the lock."""
+
+    def __init__(self, maxsize: int) -> None:
+        self._maxsize = maxsize
+        self._found: OrderedDict[tuple[str, str, int, int], tuple[Member, ...]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __call__(self, folder: str, fmt: str, size: int, mtime_ns: int) -> tuple[Member, ...]:
+        key = (folder, fmt, size, mtime_ns)
+        with self._lock:
+            if key in self._found:
+                self._found.move_to_end(key)
+                return self._found[key]
+        return list_folder(folder, fmt).members  # remembered under the totals found now
+
+    def remember(self, key: tuple[str, str, int, int], members: tuple[Member, ...]) -> None:
+        with self._lock:
+            self._found[key] = members
+            self._found.move_to_end(key)
+            while len(self._found) > self._maxsize:
+                self._found.popitem(last=False)
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._found.clear()
+
+
+_cached_members = _Listings(maxsize=16)
 
 
 def _walk_error(exc: OSError) -> None:

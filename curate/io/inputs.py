@@ -14,7 +14,7 @@ import logging
 import os
 import re
 import stat
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -67,6 +67,10 @@ class InputFile:
     shown: str = ""
     """The path for messages, from the folder curate runs in (`curate.errors.shown`), set
     where inputs are listed: a worker's current folder may be another."""
+    pattern: str = field(default="", compare=False)
+    pattern_index: int = field(default=-1, compare=False)
+    """The recipe's input pattern that found it, and its place in `inputs`: where a problem
+    found when its contents are checked is reported."""
 
     @property
     def label(self) -> str:
@@ -78,7 +82,8 @@ def discover_inputs(patterns: list[str], base_dir: Path, *, check: bool = True) 
     """The inputs in recipe order (each glob's matches sorted by path), each file once.
 
     `check=False` only stats (no file is opened): enough to fingerprint, which is all an
-    up-to-date `prepare()` needs; a build checks contents before anything is written.
+    up-to-date `prepare()` needs; a build then checks contents (`check_contents`) before
+    anything is written. Each folder is listed once, here; planning and reading use that.
     """
     if not patterns:
         raise CurateError("the recipe names no inputs")
@@ -92,8 +97,19 @@ def discover_inputs(patterns: list[str], base_dir: Path, *, check: bool = True) 
                 if key in seen:
                     continue
                 seen.add(key)
-                found.append(_describe(path, pattern, base, check))
+                inp = _describe(path, pattern, i, base)
+                if check:
+                    _check(inp)
+                found.append(inp)
     return found
+
+
+def check_contents(files: list[InputFile]) -> None:
+    """What `discover_inputs(check=True)` checks, for inputs found with `check=False`: every
+    file opens and has its format's signature, every folder member can be read."""
+    for inp in files:
+        with recipe_part("inputs", inp.pattern_index):
+            _check(inp)
 
 
 def member_paths(inp: InputFile) -> list[str]:
@@ -135,10 +151,10 @@ def _expand(pattern: str, base: str) -> list[str]:
     return [full]
 
 
-def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFile:
+def _describe(path: str, pattern: str, index: int, base: str) -> InputFile:
     name = _name(path, base)
     where = shown(path)  # messages show the path from the user's folder; `name` is for ids
-    label = f"input {where!r}" if where == pattern else f"input {where!r} (from {pattern!r})"
+    label = _label(where, pattern)
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -146,47 +162,67 @@ def _describe(path: str, pattern: str, base: str, check: bool = True) -> InputFi
     except OSError as exc:
         raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
     if stat.S_ISDIR(st.st_mode):
-        return replace(_describe_folder(path, name, label, st, check), shown=where)
-    if not stat.S_ISREG(st.st_mode):
+        fmt = _folder_format(path, name, label)
+        found = folders.list_folder(path, fmt)  # the one listing of it (remembered)
+        if fmt == "text_folder" and not found.members:
+            raise CurateError(f"{label} {_empty_folder_problem(path, name)}")
+        size, mtime_ns, ctime_ns = found.size, found.mtime_ns, found.ctime_ns
+    elif not stat.S_ISREG(st.st_mode):
         raise CurateError(f"{label} is neither a regular file nor a folder")
-    fmt = format_of(path)
-    if fmt is None:
-        raise CurateError(f"{label} has an unsupported extension; supported: {SUPPORTED}")
-    if check:
-        _check_content(path, fmt, st.st_size, label)
+    else:
+        fmt = _file_format(path, label)
+        size, mtime_ns, ctime_ns = st.st_size, st.st_mtime_ns, st.st_ctime_ns
     return InputFile(
-        path, name, fmt, st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev, where
+        path, name, fmt, size, mtime_ns, ctime_ns, st.st_ino, st.st_dev, where, pattern, index
     )
 
 
-def _describe_folder(
-    path: str, name: str, label: str, st: os.stat_result, check: bool = True
-) -> InputFile:
+def _file_format(path: str, label: str) -> str:
+    fmt = format_of(path)
+    if fmt is None:
+        raise CurateError(f"{label} has an unsupported extension; supported: {SUPPORTED}")
+    return fmt
+
+
+def _label(where: str, pattern: str) -> str:
+    return f"input {where!r}" if where == pattern else f"input {where!r} (from {pattern!r})"
+
+
+def _folder_format(path: str, name: str, label: str) -> str:
     if os.path.exists(os.path.join(path, folders.HF_STATE)):
-        fmt = "hf_disk"
-        members = folders.hf_shards(path)
-        for m in members[:-1] if check else ():  # the last member is state.json, already read
-            shard = os.path.join(path, m.rel)
-            _check_content(shard, "arrow", m.size, f"shard {m.rel!r} of {label}")
-    elif os.path.exists(os.path.join(path, "dataset_dict.json")):
+        return "hf_disk"
+    if os.path.exists(os.path.join(path, "dataset_dict.json")):
         raise CurateError(
             f"{label} is a saved DatasetDict; name one split's folder, e.g. '{name}/train'"
         )
-    else:
-        fmt = "text_folder"
-        members = folders.text_members(path)
-        if not members and os.path.isfile(os.path.join(path, "LATEST")):
-            raise CurateError(f"{label} {_dataset_folder_hint(path, name)}")
-        if not members:
-            raise CurateError(
-                f"{label} is a folder with no .txt or .md files "
-                f"(and no {folders.HF_STATE}, so it is not a saved dataset either)"
-                + _data_files_hint(path, name)
-            )
-        for m in members if check else ():
-            _readable(os.path.join(path, m.rel), f"file {m.rel!r} of {label}")
-    size, mtime_ns, ctime_ns = folders.totals_with_ctime(members)
-    return InputFile(path, name, fmt, size, mtime_ns, ctime_ns, st.st_ino, st.st_dev)
+    return "text_folder"
+
+
+def _empty_folder_problem(path: str, name: str) -> str:
+    if os.path.isfile(os.path.join(path, "LATEST")):
+        return _dataset_folder_hint(path, name)
+    return (
+        f"is a folder with no .txt or .md files "
+        f"(and no {folders.HF_STATE}, so it is not a saved dataset either)"
+        + _data_files_hint(path, name)
+    )
+
+
+def _check(inp: InputFile) -> None:
+    """Open every file the input is made of, so permissions fail now, and check the
+    signature its format requires."""
+    label = _label(inp.shown, inp.pattern)
+    if inp.format not in ("text_folder", "hf_disk"):
+        _check_content(inp.path, inp.format, inp.size, label)
+        return
+    members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
+    if inp.format == "hf_disk":
+        for m in members[:-1]:  # the last member is state.json, already read
+            shard = os.path.join(inp.path, m.rel)
+            _check_content(shard, "arrow", m.size, f"shard {m.rel!r} of {label}")
+        return
+    for m in members:
+        _readable(os.path.join(inp.path, m.rel), f"file {m.rel!r} of {label}")
 
 
 def _data_files_hint(path: str, name: str) -> str:
