@@ -1,8 +1,9 @@
 """Building one version: check the disk, plan, run the engine, account, publish.
 
-A `Build` is made by `curate.run` once it holds the fingerprint's lock and knows no
-published version matches. It owns the staging folder for its duration; the version
-becomes visible only by the store's atomic publish at the very end.
+A `Build` is made by the run that owns it (`curate.recipe_run.RecipeRun`) once it holds
+the fingerprint's lock and knows no published version matches. It owns the staging folder
+for its duration; the version becomes visible only by the store's atomic publish at the
+very end.
 """
 
 from __future__ import annotations
