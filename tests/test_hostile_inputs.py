@@ -418,3 +418,34 @@ def test_one_huge_line_is_skipped_while_streaming(tmp_path: Path, kind: str, fmt
             texts[f"data/a.{fmt}:{n}"].endswith(f"line {n} with enough words") for n in numbers
         )
     assert grown < 256 * 2**20, f"peak RSS grew by {grown / 2**20:.0f} MiB"
+
+
+@pytest.mark.timeout(600)
+def test_a_huge_text_file_is_set_aside_unread(tmp_path: Path) -> None:
+    """Issue 14: a folder of .txt files is one document per file, and a 1 GiB file was read
+    whole (and decoded, and made an Arrow column) before max_document_bytes applied, taking
+    the run to gigabytes. A file whose size alone puts its text over the bound is set aside
+    unread: the run's peak RSS grows by less than 256 MiB over the same folder with a small
+    file there, and quarantine/ names the file (not only the folder) with its text's size."""
+    peaks = {}
+    for case in ("ordinary", "huge"):
+        notes = tmp_path / case / "notes"
+        notes.mkdir(parents=True)
+        for name in ("a", "c"):
+            (notes / f"{name}.txt").write_text(f"note {name} with enough words in it\n")
+        with open(notes / "b.txt", "wb") as f:
+            f.write(b"\xef\xbb\xbfa huge note")  # a byte-order mark is not text
+            if case == "huge":
+                f.seek(1 << 30, os.SEEK_CUR)  # NUL bytes nobody stored
+                f.write(b"\n")
+        recipe = write_recipe(tmp_path / case, inputs=["notes"], stages=[{"normalize": {}}])
+        peaks[case] = cli_peak_rss(recipe)
+    grown = peaks["huge"] - peaks["ordinary"]
+    print(f"\na 1 GiB .txt file: peak RSS {peaks['huge'] / 2**20:.0f} MiB, with a small "
+          f"one {peaks['ordinary'] / 2**20:.0f} MiB")  # fmt: skip
+    version = curate.open(tmp_path / "huge" / "out" / "t")
+    [row] = version.quarantined().to_pylist()
+    assert row == {"file": "notes/b.txt", "line": None, "bytes": len("a huge note") + (1 << 30) + 1,
+                   "reason": "document_too_large: over max_document_bytes (67,108,864 bytes)"}  # fmt: skip
+    assert sorted(version.to_arrow()["id"].to_pylist()) == ["notes/a.txt", "notes/c.txt"]
+    assert grown < 256 * 2**20, f"peak RSS grew by {grown / 2**20:.0f} MiB"
