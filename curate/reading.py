@@ -104,7 +104,7 @@ def _read(
             _check_unchanged(part)
         yield from read_columnar(part, fields, sink, batch_bytes, use_threads)
     elif fmt == "text_folder":
-        yield from read_text_folder(part, fields, sink, batch_bytes)
+        yield from read_text_folder(part, fields, sink, batch_bytes, max_document_bytes)
     else:
         raise ValueError(f"unknown input format {fmt!r}")
 

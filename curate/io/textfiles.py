@@ -5,6 +5,10 @@ A text file has no fields, so its id always derives from its path
 that mixes JSONL with a notes folder keeps working) and kept metadata fields are
 null. The text is the file's bytes decoded as UTF-8, minus a leading byte-order
 mark; line endings are left as they are, since normalising them is a stage's job.
+
+A file whose size alone puts its text over `max_document_bytes` is set aside unread
+(`document_too_large`, by its own name): reading, decoding and holding it whole would
+take several times its size before any bound could apply.
 """
 
 from __future__ import annotations
@@ -20,11 +24,15 @@ from curate.io.batches import FieldSpec, ReadChunk
 from curate.io.lines import BOM
 from curate.io.partitions import Partition
 from curate.io.records import ErrorSink
-from curate.reasons import INVALID_UTF8_FILE
+from curate.reasons import DOCUMENT_TOO_LARGE, INVALID_UTF8_FILE
 
 
 def read_text_folder(
-    part: Partition, fields: FieldSpec, sink: ErrorSink, batch_bytes: int
+    part: Partition,
+    fields: FieldSpec,
+    sink: ErrorSink,
+    batch_bytes: int,
+    max_document_bytes: int | None = None,
 ) -> Iterator[ReadChunk]:
     inp = part.input
     members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
@@ -34,7 +42,10 @@ def read_text_folder(
     pending = 0
     for member in members[part.start : part.stop]:
         doc_id = f"{inp.name}/{member.rel}"
-        data = _read(os.path.join(inp.path, member.rel), member, doc_id)
+        data = _read(os.path.join(inp.path, member.rel), member, doc_id, max_document_bytes)
+        if isinstance(data, int):  # over the bound: its text's size, the file unread
+            sink.bad(None, DOCUMENT_TOO_LARGE(limit=max_document_bytes), data, file=doc_id)
+            continue
         skip = len(BOM) if data.startswith(BOM) else 0
         try:
             text = data[skip:].decode("utf-8")
@@ -53,7 +64,9 @@ def read_text_folder(
         yield ReadChunk(_batch(schema, ids, texts), quarantined)
 
 
-def _read(path: str, member: folders.Member, doc_id: str) -> bytes:
+def _read(path: str, member: folders.Member, doc_id: str, limit: int | None) -> bytes | int:
+    """The file's bytes, or, when its text (the bytes after a byte-order mark) is over
+    `limit`, the text's size, found from the file's size and its first three bytes."""
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
@@ -62,6 +75,8 @@ def _read(path: str, member: folders.Member, doc_id: str) -> bytes:
                     f"{doc_id} changed while curate was running "
                     "(its size or modification time differs from when inputs were listed)"
                 )
+            if limit is not None and st.st_size - len(BOM) > limit:
+                return st.st_size - (len(BOM) if f.read(len(BOM)) == BOM else 0)
             return f.read()
     except OSError as exc:
         raise CurateError(f"{doc_id} cannot be read: {exc.strerror or exc}") from None
