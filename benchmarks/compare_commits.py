@@ -47,6 +47,7 @@ from pathlib import Path
 import yaml
 
 from benchmarks import corpus as corpora
+from benchmarks import noop_prepare
 from benchmarks.contenders import Curate
 from benchmarks.trees import CACHE, export, resolve_head, rev_parse
 
@@ -228,7 +229,7 @@ def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) ->
     for side in (base, head):  # each side builds its own version, as a user's first call
         folder = work / side.name
         shutil.rmtree(folder, ignore_errors=True)
-        recipes[side.name] = noop_recipe(folder, args.shards)
+        recipes[side.name] = noop_prepare.build(folder, args.shards)
         cli = str(Path(sys.executable).with_name("curate"))
         print(f"building the {args.shards}-shard version with {side.name} ...", flush=True)
         subprocess.run(
@@ -260,30 +261,6 @@ def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) ->
             rounds.append(Round(side.name, r, cpu, wall, other))
             print(describe(rounds[-1]), flush=True)
     return rounds
-
-
-def noop_recipe(folder: Path, shards: int) -> Path:
-    """benchmarks/noop_prepare.py's version: one record per batch, one byte per shard."""
-    data = folder / "data" / "a.jsonl"
-    data.parent.mkdir(parents=True)
-    with open(data, "w", encoding="utf-8") as f:
-        for i in range(shards):
-            f.write(json.dumps({"id": f"d{i}", "text": f"document {i} " + "word " * 20}) + "\n")
-    recipe = folder / "recipe.yaml"
-    recipe.write_text(
-        yaml.safe_dump(
-            {
-                "name": "many",
-                "inputs": [str(folder / "data" / "*.jsonl")],
-                "id_field": "id",
-                "batch_size": 1,
-                "stages": [{"normalize": {}}],
-                "output": {"root": str(folder / "out"), "fsync": False, "shard_size": 1},
-                "engine": {"workers": 1},
-            }
-        )
-    )
-    return recipe
 
 
 # --- report ------------------------------------------------------------------------

@@ -20,11 +20,10 @@ from pathlib import Path
 
 import yaml
 
-import curate
-from curate import integrity
-
 
 def build(folder: Path, shards: int) -> Path:
+    """The 1,000-shard recipe in `folder` (its data beside it); imports no curate, so
+    benchmarks.compare_commits can write it for two commits' trees."""
     data = folder / "data" / "a.jsonl"
     data.parent.mkdir(parents=True)
     with open(data, "w", encoding="utf-8") as f:
@@ -48,6 +47,9 @@ def build(folder: Path, shards: int) -> Path:
 
 
 def main() -> None:
+    import curate
+    from curate import integrity
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--shards", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=50)
