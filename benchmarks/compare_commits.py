@@ -71,6 +71,8 @@ class Round:
     cpu_s: float
     wall_s: float
     other_load: float  # cores other processes kept busy during the run
+    user_s: float = 0.0  # the parts of cpu_s (builds only): user time is the code's own
+    sys_s: float = 0.0  # work; system time moves with the page cache and other sessions
 
 
 @dataclass
@@ -196,7 +198,7 @@ def measured(side: Side, r: int, command: list[str], folder: Path) -> Round:
     usage = json.loads(result.read_text())
     cpu = usage["user_s"] + usage["sys_s"]
     other = max(0.0, busy - cpu) / usage["wall_s"]
-    return Round(side.name, r, cpu, usage["wall_s"], other)
+    return Round(side.name, r, cpu, usage["wall_s"], other, usage["user_s"], usage["sys_s"])
 
 
 def niced(nice: int) -> dict:
@@ -267,8 +269,9 @@ def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) ->
 
 
 def describe(r: Round) -> str:
+    parts = f" (user {r.user_s:.3f} + sys {r.sys_s:.3f})" if r.user_s else ""
     return (
-        f"  r{r.round} {r.side}: cpu {r.cpu_s:8.3f}  wall {r.wall_s:8.3f}  "
+        f"  r{r.round} {r.side}: cpu {r.cpu_s:8.3f}{parts}  wall {r.wall_s:8.3f}  "
         f"other load {r.other_load:4.2f} cores"
     )
 
@@ -315,6 +318,10 @@ def report(args, base: Side, head: Side, rounds: list[Round], unit: str) -> bool
             f"  head/base {what}: {ratio:.3f} (target <= {target:.2f}: {verdict}); "
             f"median of the rounds' ratios {paired:.3f}"
         )
+    if all(r.user_s for r in rounds):  # builds: where a CPU gap is, the code's or the kernel's
+        for what in ("user", "sys"):
+            b, h = (statistics.median(getattr(r, f"{what}_s") for r in by_side[n]) for n in by_side)
+            print(f"  head/base {what} CPU: {h / b:.3f} ({b:.3f} s -> {h:.3f} s, not a target)")
     print(f"  other load on the machine, median: {load:.2f} cores (high: trust CPU over wall)")
     return ok
 
