@@ -7,7 +7,8 @@ mounts. A barrier's decision runs as Ray tasks against `RaySummaries`: every ste
 the per-partition decision files, happens where the rows are, and the driver holds object
 references and counts. Completion checks, the decision marker and the decision files'
 names are `barrier_step`'s, the same as the local engine's, so a run interrupted on one
-engine resumes on the other. Publishing stays with the runner.
+engine resumes on the other. Accounting and publishing stay with the build
+(`curate.build.Build`), as for every engine.
 """
 
 from __future__ import annotations
