@@ -24,7 +24,7 @@ from curate.io.jsonl import read_jsonl
 from curate.io.lines import JSONL_FORMATS
 from curate.io.partitions import Partition
 from curate.io.records import FAIL_HINT, ErrorSink
-from curate.io.textfiles import read_text_folder
+from curate.io.textfiles import read_text_file, read_text_folder
 from curate.reasons import DOCUMENT_TOO_LARGE
 
 
@@ -103,6 +103,9 @@ def _read(
         if fmt != "hf_disk":
             _check_unchanged(part)
         yield from read_columnar(part, fields, sink, batch_bytes, use_threads)
+    elif fmt == "text_file":
+        _check_unchanged(part)
+        yield from read_text_file(part, fields, sink, max_document_bytes)
     elif fmt == "text_folder":
         yield from read_text_folder(part, fields, sink, batch_bytes, max_document_bytes)
     else:

@@ -25,7 +25,16 @@ from curate.sealed import VERSION_NAME
 
 log = logging.getLogger(__name__)
 
-FORMATS = ("jsonl", "jsonl.gz", "jsonl.zst", "parquet", "arrow", "text_folder", "hf_disk")
+FORMATS = (
+    "jsonl",
+    "jsonl.gz",
+    "jsonl.zst",
+    "parquet",
+    "arrow",
+    "text_file",
+    "text_folder",
+    "hf_disk",
+)
 
 # Longest suffixes first: ".jsonl.gz" must win over a bare ".gz".
 _SUFFIXES = (
@@ -38,10 +47,13 @@ _SUFFIXES = (
     (".parquet", "parquet"),
     (".arrow", "arrow"),
     (".feather", "arrow"),
+    (".txt", "text_file"),
+    (".md", "text_file"),
 )
 SUPPORTED = (
     ", ".join(s for s, _ in _SUFFIXES)
-    + ", a folder of .txt/.md files, or a folder written by datasets' save_to_disk"
+    + " (one document per .txt/.md file), a folder of .txt/.md files,"
+    " or a folder written by datasets' save_to_disk"
 )
 
 _GLOB_CHARS = re.compile(r"[*?[]")
@@ -275,6 +287,8 @@ def _check_content(path: str, fmt: str, size: int, label: str) -> None:
             tail = f.read(8)
     except OSError as exc:
         raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
+    if fmt == "text_file":
+        return  # any bytes are a text (an empty one included); UTF-8 is checked when read
     if fmt == "jsonl":
         if size == 0:
             log.warning("%s is empty", label)

@@ -1,7 +1,8 @@
-"""Reading a folder of .txt/.md files, one document per file.
+"""Reading .txt/.md files, one document per file: a folder of them, or one named alone.
 
 A text file has no fields, so its id always derives from its path
-(`<folder name>/<relative path>`, whatever the recipe's id_field says: a recipe
+(`<folder name>/<relative path>`, or the file's own name for a file named as an input,
+whatever the recipe's id_field says: a recipe
 that mixes JSONL with a notes folder keeps working) and kept metadata fields are
 null. The text is the file's bytes decoded as UTF-8, minus a leading byte-order
 mark; line endings are left as they are, since normalising them is a stage's job.
@@ -42,16 +43,10 @@ def read_text_folder(
     pending = 0
     for member in members[part.start : part.stop]:
         doc_id = f"{inp.name}/{member.rel}"
-        data = _read(os.path.join(inp.path, member.rel), member, doc_id, max_document_bytes)
-        if isinstance(data, int):  # over the bound: its text's size, the file unread
-            sink.bad(None, DOCUMENT_TOO_LARGE(limit=max_document_bytes), data, file=doc_id)
-            continue
-        skip = len(BOM) if data.startswith(BOM) else 0
-        try:
-            text = data[skip:].decode("utf-8")
-        except UnicodeDecodeError as exc:
-            reason = INVALID_UTF8_FILE(byte=exc.start + skip)
-            sink.bad(None, reason, len(data), file=doc_id)
+        path = os.path.join(inp.path, member.rel)
+        data = _read(path, member.size, member.mtime_ns, doc_id, max_document_bytes)
+        text = _text(data, doc_id, sink, max_document_bytes)
+        if text is None or isinstance(data, int):
             continue
         ids.append(doc_id)
         texts.append(text)
@@ -64,13 +59,41 @@ def read_text_folder(
         yield ReadChunk(_batch(schema, ids, texts), quarantined)
 
 
-def _read(path: str, member: folders.Member, doc_id: str, limit: int | None) -> bytes | int:
+def read_text_file(
+    part: Partition,
+    fields: FieldSpec,
+    sink: ErrorSink,
+    max_document_bytes: int | None = None,
+) -> Iterator[ReadChunk]:
+    """A .txt/.md file named as an input: one document, its id the input's name."""
+    inp = part.input
+    data = _read(inp.path, inp.size, inp.mtime_ns, inp.name, max_document_bytes)
+    text = _text(data, inp.name, sink, max_document_bytes)
+    docs = [] if text is None else [text]
+    yield ReadChunk(_batch(fields.schema(), [inp.name] * len(docs), docs), sink.take())
+
+
+def _text(data: bytes | int, doc_id: str, sink: ErrorSink, limit: int | None) -> str | None:
+    """The file's text, or None when it was set aside: over the bound (`data` is then its
+    text's size, the file unread), or not UTF-8."""
+    if isinstance(data, int):
+        sink.bad(None, DOCUMENT_TOO_LARGE(limit=limit), data, file=doc_id)
+        return None
+    skip = len(BOM) if data.startswith(BOM) else 0
+    try:
+        return data[skip:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        sink.bad(None, INVALID_UTF8_FILE(byte=exc.start + skip), len(data), file=doc_id)
+        return None
+
+
+def _read(path: str, size: int, mtime_ns: int, doc_id: str, limit: int | None) -> bytes | int:
     """The file's bytes, or, when its text (the bytes after a byte-order mark) is over
     `limit`, the text's size, found from the file's size and its first three bytes."""
     try:
         with open(path, "rb") as f:
             st = os.fstat(f.fileno())
-            if (st.st_size, st.st_mtime_ns) != (member.size, member.mtime_ns):
+            if (st.st_size, st.st_mtime_ns) != (size, mtime_ns):
                 raise CurateError(
                     f"{doc_id} changed while curate was running "
                     "(its size or modification time differs from when inputs were listed)"
