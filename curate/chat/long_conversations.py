@@ -9,9 +9,11 @@ whole text less the piece's start (offsets are per pre-token, from the original 
 
 Here the template's special-token strings are parsed out of the text first, as
 `apply_chat_template` does; no cut may fall inside or beside one that could see across it.
-So besides the tokenize stage's conditions (`cuts_safely`: no normalizer, a ByteLevel
-pre-tokenizer with its own regex and no prefix space), no added token, special or not, may
-hold whitespace or strip it or match only as a single word (`chat_cuts_safely`).
+So besides the tokenize stage's conditions (`cuts_safely`: a ByteLevel pre-tokenizer with
+its own regex, or Llama 3's or Qwen2's Split then ByteLevel, no prefix space, no
+normalizer but Qwen2's NFC), no added token, special or not, may hold whitespace or strip
+it or match only as a single word (`chat_cuts_safely`). With NFC, offsets still point into
+the original text, and normalization never crosses the space at a cut.
 
 The assistant mask is transformers' overlap rule (1 on each token whose offsets overlap a
 span), which the whole-text lookups in `curate.chat.tokens` give (tests/chat/test_tokens);

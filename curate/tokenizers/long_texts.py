@@ -8,10 +8,25 @@ after a non-space character: spaces only ever begin a pre-token (` ?\\p{L}+`,
 non-space character and a single space followed by a letter is a pre-token boundary of the
 whole text, and each side pre-tokenizes, then merges, exactly as it does inside the whole:
 encoding the pieces and concatenating their ids gives the whole text's ids. This holds
-only without a normalizer, without a prefix space added per call, and without added
-tokens that could match across the cut (`cuts_safely` checks a tokenizer.json for all
-three); tests/tokenizers/test_long_texts.py compares pieces with whole texts on the
-sample tokenizer and Mistral's tekken files.
+only without a prefix space added per call, without added tokens that could match across
+the cut, and with a pre-tokenizer and normalizer this argument was checked for
+(`cuts_safely`):
+
+- a lone ByteLevel pre-tokenizer with its own (GPT-2's) regex, no normalizer;
+- Llama 3's and Qwen2's layout: a Split with exactly one of `SPLIT_PATTERNS`, then a
+  ByteLevel step with no regex of its own. Neither pattern has a lookbehind or an anchor,
+  so the matches from the cut on are those of the piece that starts there; no
+  alternative matches a non-space character followed by a space, so the cut ends a match;
+  the one lookahead, `\\s+(?!\\S)`, never reaches the end of the left piece, which ends
+  in a non-space character;
+- with that layout, no normalizer or NFC (Qwen2's). A space has combining class 0, no
+  decomposition, and composes with nothing on either side, so NFC of the whole text is
+  NFC of the pieces joined, and NFC turns no other character into a space (checked for
+  every code point with the library's own normalizer).
+
+tests/tokenizers/test_long_texts.py compares pieces with whole texts on the sample
+tokenizer and Mistral's tekken files; tests/tokenizers/test_split_layouts.py on tokenizers
+trained in Llama 3's and Qwen2's layouts, cut at every point the rule allows.
 
 SentencePiece BPE models trained with `split_by_whitespace` have no piece with "▁" (the
 space) anywhere but first, so no merge crosses the "▁" a space becomes: the text before a
@@ -85,16 +100,29 @@ def encode_in_pieces(
     return np.concatenate(flats), lengths
 
 
+# Llama 3's and Qwen2's Split patterns, as their tokenizer.json files write them; Qwen2
+# splits digits one at a time. Any other pattern, however close, encodes whole.
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN2_PATTERN = LLAMA3_PATTERN.replace(r"\p{N}{1,3}", r"\p{N}")
+SPLIT_PATTERNS = (LLAMA3_PATTERN, QWEN2_PATTERN)
+SPLIT_NORMALIZERS = (None, {"type": "NFC"})  # with a Split layout: none, or Qwen2's NFC
+
+
 def cuts_safely(tokenizer_json: str) -> bool:
-    """Whether a tokenizer.json pre-tokenizes as the byte-level BPE families do, with
-    nothing that sees across a cut: no normalizer, a ByteLevel pre-tokenizer with its own
-    regex and no prefix space, and no added token (other than special ones, which curate
-    never extracts from text) that holds whitespace or strips it."""
+    """Whether a tokenizer.json pre-tokenizes as one of the layouts the docstring argues
+    for, with nothing that sees across a cut: no prefix space, and no added token (other
+    than special ones, which curate never extracts from text) that holds whitespace or
+    strips it."""
     data: dict[str, Any] = json.loads(tokenizer_json)
     pre = data.get("pre_tokenizer") or {}
-    if data.get("normalizer") is not None or pre.get("type") != "ByteLevel":
-        return False
-    if pre.get("add_prefix_space", True) or not pre.get("use_regex", True):
+    normalizer = data.get("normalizer")
+    if pre.get("type") == "ByteLevel":
+        if normalizer is not None or not _byte_level(pre, regex=True):
+            return False
+    elif not (_split_then_byte_level(pre) and normalizer in SPLIT_NORMALIZERS):
         return False
     for token in data.get("added_tokens") or ():
         if token.get("special"):
@@ -103,6 +131,33 @@ def cuts_safely(tokenizer_json: str) -> bool:
         if token.get("lstrip") or token.get("rstrip") or any(c.isspace() for c in content):
             return False
     return True
+
+
+def _byte_level(step: dict[str, Any], regex: bool) -> bool:
+    """A ByteLevel step adding no prefix space, with (GPT-2's) regex or without one."""
+    return (
+        step.get("type") == "ByteLevel"
+        and step.get("add_prefix_space", True) is False
+        and step.get("use_regex", True) is regex
+    )
+
+
+def _split_then_byte_level(pre: dict[str, Any]) -> bool:
+    """Llama 3's and Qwen2's: Split by one of SPLIT_PATTERNS, matches kept as pre-tokens
+    and the text between them too, then bytes mapped with no second regex."""
+    steps = pre.get("pretokenizers") if pre.get("type") == "Sequence" else None
+    if not isinstance(steps, list) or len(steps) != 2:
+        return False
+    split, byte_level = steps
+    return (
+        isinstance(split, dict)
+        and split.get("type") == "Split"
+        and split.get("pattern") in [{"Regex": p} for p in SPLIT_PATTERNS]
+        and split.get("behavior") == "Isolated"
+        and split.get("invert") is False
+        and isinstance(byte_level, dict)
+        and _byte_level(byte_level, regex=False)
+    )
 
 
 def spm_cuts_safely(model: bytes) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,24 +28,29 @@ from curate.tokenizers.long_texts import PIECE_CHARS, cut_points
 from curate.tokenizers.source import resolve_source
 
 sys.path.insert(0, str(REPO / "tests" / "tokenizers"))
+from split_bpe import split_bpe_folder, tricky_text
 from varied_strings import varied_strings
 
 STRINGS = varied_strings(3000, seed=6)
 
 
-def conversations(rng: random.Random, n: int) -> list[tuple[str, list[Span]]]:
+def conversations(
+    rng: random.Random, n: int, content: Callable[[], str] | None = None
+) -> list[tuple[str, list[Span]]]:
     """Rendered ChatML texts with their assistant spans (content and <|im_end|>)."""
     out = []
     for _ in range(n):
         text, spans = "", []
         for _ in range(rng.randint(1, 4)):
             for role in ("user", "assistant"):
-                content = rng.choice([" ", "\n", ""]).join(
-                    rng.choice(STRINGS) for _ in range(rng.randint(3, 30))
-                )
+                if content is None:
+                    words = (rng.choice(STRINGS) for _ in range(rng.randint(3, 30)))
+                    message = rng.choice([" ", "\n", ""]).join(words)
+                else:
+                    message = content()
                 text += f"<|im_start|>{role}\n"
                 start = len(text)
-                text += content + "<|im_end|>"
+                text += message + "<|im_end|>"
                 if role == "assistant":
                     spans.append((start, len(text)))
                 text += "\n"
@@ -65,23 +71,31 @@ def variants(rng: random.Random, text: str, spans: list[Span]) -> list[list[Span
     return [spans, other, [], other[::-1], [*spans, *spans[:1]], [*other, (empty, empty)]]
 
 
-@pytest.mark.parametrize("which", ["sample_chat", "chat_fixtures"])
+@pytest.mark.parametrize("which", ["sample_chat", "chat_fixtures", "llama3", "qwen2"])
 def test_tokenizer_json_conversations_in_pieces_equal_whole(tmp_path: Path, which: str) -> None:
+    """Llama 3's and Qwen2's layouts (a Split regex, then ByteLevel; Qwen2's with NFC) are
+    also cut at every point the rule allows, in conversations of tricky texts too."""
     if which == "sample_chat":
         folder = REPO / "sample_data" / "chat" / "tokenizer"
-    else:
+    elif which == "chat_fixtures":
         folder = chat_tokenizer(tmp_path / "tok", TEMPLATES["chatml"], eos_token="</s>")
+    else:
+        folder = split_bpe_folder(tmp_path / "tok", which, TEMPLATES["chatml"])
     tok = load_chat_tokenizer(resolve_source(str(folder), str(tmp_path)))
     assert isinstance(tok, HFChatTokenizer) and tok.cuts
     rng = random.Random(11)
+    size = 64 if which in ("sample_chat", "chat_fixtures") else 1
+    texts = conversations(rng, 12)
+    if size == 1:
+        texts += conversations(rng, 12, lambda: tricky_text(rng, rng.randint(1, 60)))
     cuts = marked = compared = 0
-    for text, spans in conversations(rng, 12):
+    for text, spans in texts:
         assert len(text) < PIECE_CHARS and not is_long(text)  # the reference: whole texts
-        cuts += len(cut_points(text, 64))
+        cuts += len(cut_points(text, size))
         for found in variants(rng, text, spans):
             [whole] = tok.encode([text], [found])
             assert isinstance(whole, Encoded)
-            ids, mask = encode_long(tok.tok, text, found, size=64)
+            ids, mask = encode_long(tok.tok, text, found, size=size)
             assert ids.dtype == whole.ids.dtype and mask.dtype == whole.mask.dtype
             assert np.array_equal(ids, whole.ids)
             assert np.array_equal(mask, whole.mask), found
