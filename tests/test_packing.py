@@ -35,6 +35,28 @@ def doc_batches(
     return docs, batches
 
 
+def documents_in(table: pa.Table) -> dict[str, list[int]]:
+    """Each document's tokens put back together from packed rows (doc_ids, doc_starts and
+    doc_offsets), checking that its pieces follow each other with no gap or overlap."""
+    pieces: dict[str, list[tuple[int, list[int]]]] = {}
+    columns = ("input_ids", "doc_ids", "doc_starts", "doc_offsets")
+    for ids, docs, starts, offsets in zip(
+        *(table.column(c).to_pylist() for c in columns), strict=True
+    ):
+        ends = [*starts[1:], len(ids)]
+        for d, s, e, o in zip(docs, starts, ends, offsets, strict=True):
+            pieces.setdefault(d, []).append((o, ids[s:e]))
+    out = {}
+    for d, parts in pieces.items():
+        parts.sort(key=lambda p: p[0])
+        tokens: list[int] = []
+        for offset, part in parts:
+            assert offset == len(tokens), (d, offset, len(tokens))
+            tokens += part
+        out[d] = tokens
+    return out
+
+
 def pack(batches: list[pa.RecordBatch], seq_len: int) -> tuple[pa.Table, int]:
     packer = PackSpec(seq_len, pa.uint16()).start(3)
     out, ended = [], 0
@@ -63,13 +85,13 @@ def test_rows_are_lossless_and_explain_their_documents(seq_len: int) -> None:
     assert all(len(r) == seq_len for r in rows[:-1]) and 0 < len(rows[-1]) <= seq_len
     stream = np.concatenate(docs).tolist()
     assert [t for r in rows for t in r] == stream
-    # each row names the documents it holds, where each begins, and the offset into the first
-    columns = [table.column(c).to_pylist() for c in ("doc_ids", "doc_starts", "first_doc_offset")]
-    for r, (ids, doc_ids, starts, first) in enumerate(zip(rows, *columns, strict=True)):
-        for k, (d, s) in enumerate(zip(doc_ids, starts, strict=True)):
+    # each row names the documents it holds, where each begins, and the offset into each
+    columns = [table.column(c).to_pylist() for c in ("doc_ids", "doc_starts", "doc_offsets")]
+    for r, (ids, doc_ids, starts, skips) in enumerate(zip(rows, *columns, strict=True)):
+        assert all(skip == 0 for skip in skips[1:])  # only the first began before the row
+        for k, (d, s, skip) in enumerate(zip(doc_ids, starts, skips, strict=True)):
             doc = docs[int(d[1:])].tolist()
             end = starts[k + 1] if k + 1 < len(starts) else len(ids)
-            skip = first if k == 0 else 0
             assert ids[s:end] == doc[skip : skip + end - s], (r, k)
     assert table.column("id").to_pylist()[0] == "pack-00003-000000000"
 
@@ -105,10 +127,16 @@ def test_packed_run_counts_documents_and_tokens(tmp_path: Path) -> None:
     assert m["counts"]["written"] == 300 and m["counts"]["read"] == 300
     assert m["tokens"] == plain.manifest["tokens"] == sum(s["tokens"] for s in m["shards"])
     assert sum(s["documents"] for s in m["shards"]) == 300
-    assert len(m["shards"]) == 2  # one per partition (input file), each ending in a short row
+    # one per partition (input file), of full rows only, then the tail shard: the partitions'
+    # short last rows packed together, its own last row the only short one
+    assert len(m["shards"]) == 3 and m["shards"][-1]["path"] == "shards/tail-00000.arrow"
     table = packed.to_arrow()
-    ids = [t for r in table.column("input_ids").to_pylist() for t in r]
-    assert ids == [t for r in plain.to_arrow().column("input_ids").to_pylist() for t in r]
+    lengths = table.column("num_tokens").to_pylist()
+    assert set(lengths[:-1]) == {64} and 0 < lengths[-1] <= 64
+    plain_rows = plain.to_arrow()
+    want = dict(zip(plain_rows.column("id").to_pylist(),
+                    plain_rows.column("input_ids").to_pylist(), strict=True))  # fmt: skip
+    assert documents_in(table) == want  # every document's tokens, whole, in order
     assert table.schema.field("input_ids").type == pa.list_(pa.uint16())
     ds = packed.to_dataset()
     assert ds.features["input_ids"].feature.dtype == "uint16" and len(ds) == table.num_rows
