@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from curate.fingerprint import stage_software
 from curate.io.inputs import InputFile
-from curate.manifest import Counts, FileRecord, InputRecord, SplitRecord, Splits, StageRecord
+from curate.manifest import (
+    Counts,
+    FileRecord,
+    InputRecord,
+    Packing,
+    SplitRecord,
+    Splits,
+    StageRecord,
+)
+from curate.output.packing import PackSpec
 from curate.output.splits import HASH, SplitSpec
+from curate.output.tails import TailShard
 from curate.stages.base import BarrierStage, Stage, StageCounts
 from curate.staging.record import PartitionRecord
 
@@ -22,7 +33,11 @@ if TYPE_CHECKING:
     from curate.engines.job import JobResult
 
 
-def count_documents(stages: list[Stage], records: list[list[PartitionRecord]]) -> Counts:
+def count_documents(
+    stages: list[Stage], records: list[list[PartitionRecord]], tails: Sequence[TailShard] = ()
+) -> Counts:
+    """Documents read, removed and written (a packed document is written where its last
+    token is: in a partition's shards or in a tail shard)."""
     first = records[0]
     quarantined = sum(r.quarantined for r in first)
     documents = sum(r.read for r in first)
@@ -30,7 +45,7 @@ def count_documents(stages: list[Stage], records: list[list[PartitionRecord]]) -
         s["documents"] if "documents" in s else s["rows"]
         for r in records[-1]
         for s in r.files.shards
-    )
+    ) + sum(t.info.documents or 0 for t in tails)
     removed: dict[str, dict[str, int]] = {}
     for i, stage in enumerate(stages):
         total: Counter[str] = Counter()
@@ -154,6 +169,29 @@ def total_tokens(shards: list[FileRecord]) -> int | None:
     """Total token ids written, when the shards hold tokens."""
     counted = [s.tokens for s in shards if s.tokens is not None]
     return sum(counted) if counted else None
+
+
+def packing_record(
+    spec: PackSpec | None, shards: list[FileRecord], tails: list[TailShard]
+) -> Packing | None:
+    """Where a packed version's tokens are: partitions write full rows only, so the short
+    rows are the tail shards' last ones (the tokens `blocks()` skips; ragged conversation
+    rows are all read)."""
+    if spec is None:
+        return None
+    tokens = total_tokens(shards) or 0
+    fixed = spec.kind == "tokens"
+    lost = sum(t.short_tokens for t in tails) if fixed else 0
+    return Packing(
+        kind=spec.kind,
+        seq_len=spec.seq_len,
+        tokens=tokens,
+        tokens_in_full_rows=tokens - lost if fixed else None,
+        tail_tokens=sum(t.info.tokens or 0 for t in tails),
+        tokens_lost=lost,
+        lost_fraction=round(lost / tokens, 9) if tokens else 0.0,
+        tail_shards=[t.info.path for t in tails],
+    )
 
 
 def split_records(spec: SplitSpec | None, shards: list[FileRecord]) -> Splits | None:

@@ -36,6 +36,7 @@ from curate.manifest import FileRecord, Manifest, reconcile
 from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
 from curate.output.shards import write_table
+from curate.output.tails import pack_tails
 from curate.phases import mark
 from curate.plan import check_columns, make_plan
 from curate.quarantine_limits import check_run
@@ -216,12 +217,21 @@ class Build:
             for rec in result.records[-1]
             for s in rec.files.shards
         ]
+        split_names = r.split.names() if r.split is not None else [None]
+        packing = job.settings.packing
+        tails = []
+        if packing is not None:  # every partition's short last row, packed in partition order
+            staged = _staged_tails(result.records[-1], job.staging)
+            mode = int(r.output.file_mode, 8)
+            tails = pack_tails(packing, staged, out, split_names, fsync=r.output.fsync,
+                               file_mode=mode)  # fmt: skip
+            shards += [FileRecord(**t.info.to_dict()) for t in tails]
         # every document removed: one empty shard (per split) keeps the version readable
-        for name in r.split.names() if r.split is not None else [None]:
+        for name in split_names:
             if not any(s.split == name for s in shards):
                 shards.append(_empty_shard(out, job.settings.final_schema, name))
         side = _collect_side_outputs(result.records, job.staging, r.output.rejected)
-        counts = accounting.count_documents(stages, result.records)
+        counts = accounting.count_documents(stages, result.records, tails)
         reconcile(counts)
         mark("publish")
         digests = hashes.result()
@@ -247,6 +257,7 @@ class Build:
                 counts=counts,
                 tokens=accounting.total_tokens(shards),
                 splits=accounting.split_records(r.split, shards),
+                packing=accounting.packing_record(packing, shards, tails),
                 software=versions(accounting.library_versions(stages)),
                 host=host(),
                 engine={"kind": self.engine.kind, "workers": self.engine.workers},
@@ -281,6 +292,20 @@ def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> File
     folder.mkdir(parents=True, exist_ok=True)
     info = write_table(folder / "part-00000-00000.arrow", schema.empty_table(), relative_to=out)
     return FileRecord(**info.to_dict(), split=split)
+
+
+def _staged_tails(
+    records: list[PartitionRecord], staging: Staging
+) -> list[tuple[str | None, Path]]:
+    """The tail files the final pass staged, `(split, path)` in partition order."""
+    staged = []
+    for record in records:
+        for info in record.files.tails:
+            path = staging.resolve(info["path"])
+            if path is None:  # a completed record names files of the staging folder only
+                raise CurateError(f"{staging.root}: a record names {info['path']!r}, outside it")
+            staged.append((info.get("split"), path))
+    return staged
 
 
 def _collect_side_outputs(

@@ -78,6 +78,27 @@ class Splits(_Model):
     splits: dict[str, SplitRecord] = Field(description="Split name -> what it holds, in order.")
 
 
+class Packing(_Model):
+    kind: str = Field(description="tokens (fixed-length rows) or conversations (ragged rows).")
+    seq_len: int
+    tokens: int = Field(description="Token ids in all shards, tail shards included.")
+    tokens_in_full_rows: int | None = Field(
+        None,
+        description="tokens: ids in rows of exactly seq_len, what blocks(seq_len) serves "
+        "(every row but each tail shard's last); conversations: null (rows are ragged).",
+    )
+    tail_tokens: int = Field(
+        description="Token ids in the tail shards: every partition's short last row, packed "
+        "together at publish."
+    )
+    tokens_lost: int = Field(
+        description="tokens: ids in the short last row of each tail shard, which "
+        "blocks(seq_len) skips; conversations: 0 (rows() reads every row)."
+    )
+    lost_fraction: float = Field(description="tokens_lost / tokens.")
+    tail_shards: list[str] = Field(description="The tail shards' paths (one per split).")
+
+
 class Counts(_Model):
     read: int = Field(description="Records met in the inputs: documents plus quarantined.")
     documents: int = Field(description="Records that became documents.")
@@ -110,6 +131,11 @@ class Manifest(_Model):
         None,
         description="Held-out splits (recipe `split:`): the method and seed, and per split its "
         "documents, rows, tokens and shards; their documents sum to counts.written.",
+    )
+    packing: Packing | None = Field(
+        None,
+        description="Packed versions: where the tokens are, and how many the short rows "
+        "lose (partitions write full rows; their tails are packed into one tail shard).",
     )
     software: dict[str, str]
     host: dict[str, Any]

@@ -77,6 +77,31 @@ def verify(folder: Path) -> list[str]:
         problems.append(f"shards hold {held} documents, counts say {c.written}")
     if manifest.splits is not None:
         problems += _split_problems(manifest)
+    if manifest.packing is not None:
+        problems += _packing_problems(manifest)
+    return problems
+
+
+def _packing_problems(manifest: Manifest) -> list[str]:
+    """The packing record agrees with the shards it sums: its tokens, and its tail shards
+    (each listed as a shard, holding the tail tokens and the tokens lost)."""
+    packing, problems = manifest.packing, []
+    assert packing is not None
+    if packing.tokens != (manifest.tokens or 0):
+        problems.append(f"packing counts {packing.tokens} tokens, the manifest {manifest.tokens}")
+    tails = {s.path: s for s in manifest.shards if s.path in packing.tail_shards}
+    missing = sorted(set(packing.tail_shards) - set(tails))
+    if missing:
+        problems.append(f"packing names tail shards that are not shards: {', '.join(missing)}")
+    tail_tokens = sum(s.tokens or 0 for s in tails.values())
+    if tail_tokens != packing.tail_tokens or packing.tokens_lost > tail_tokens:
+        problems.append(
+            f"packing counts {packing.tail_tokens} tail tokens ({packing.tokens_lost} lost), "
+            f"its tail shards hold {tail_tokens}"
+        )
+    full = packing.tokens_in_full_rows
+    if full is not None and full + packing.tokens_lost != packing.tokens:
+        problems.append("packing: tokens in full rows and tokens lost do not add up to tokens")
     return problems
 
 

@@ -16,7 +16,7 @@ import pickle
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
@@ -256,6 +256,7 @@ class PartitionRun:
         files = self.record.files
         if self.writer is not None:
             files.shards += self.writer.finish()
+            self._stage_tails()
         if self.segments is not None:
             self.segments.close_segment()
             files.segments = self.segments.segments
@@ -266,6 +267,19 @@ class PartitionRun:
                                relative_to=self.task.staging.root)  # fmt: skip
             files.rejected.append(info.to_dict())
         self._store_counts()
+
+    def _stage_tails(self) -> None:
+        """The packers' short last rows, as tail files beside the record (written before it,
+        like every file it names), for the publish-time tail shard."""
+        assert self.writer is not None
+        run, staging = self.settings, self.task.staging
+        files = self.record.files
+        files.tails = []  # a resumed partition writes them again, the same
+        for name, rows in self.writer.tails().items():
+            path = staging.tail(self.task.pass_index, self.part.index, name)
+            info = write_table(path, pa.Table.from_batches([rows]), fsync=run.fsync,
+                               file_mode=run.file_mode, relative_to=staging.root)  # fmt: skip
+            files.tails.append(replace(info, split=name).to_dict())
 
     # -- checkpoints ------------------------------------------------------------------
     def _completed_a_file(self) -> bool:

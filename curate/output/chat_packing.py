@@ -7,7 +7,11 @@ into the current row when it fits, else it starts the next row. No conversation 
 split, because the `chat_template` stage drops or truncates those longer than `seq_len`
 first (its `max_len`/`overlong`, counted in the manifest); a longer one reaching the
 packer is an internal error. Like pre-training packing this runs in the shard writer,
-per partition, so the rows never depend on how an engine batched the documents.
+per partition, so the rows never depend on how an engine batched the documents. And like
+it, a partition's last open row is not written to its shards: its conversations are the
+partition's `tail()`, and at publish every partition's tail is packed into one tail shard
+(`curate.output.tails`), so the rows left partly empty by partition ends are one per split,
+not one per partition (no token is lost either way: `rows()` reads every row).
 
 Rows are left ragged (no padding): `num_tokens` says how long each is. Trainers using
 flash-attention's variable-length kernels want exactly this, and a collator that pads
@@ -67,22 +71,39 @@ class ChatPackSpec(PackSpec):
             ]
         )
 
+    @property
+    def kind(self) -> str:
+        return "conversations"
+
+    def tail_schema(self) -> pa.Schema:
+        """A partition's tail: its open row's conversations, whole, with their own labels."""
+        return pa.schema(
+            [
+                pa.field("id", pa.string()),
+                pa.field(TOKENS, pa.list_(self.id_type)),
+                pa.field(self.target, pa.list_(self.target_type())),
+            ]
+        )
+
     def start(self, partition: int, prefix: str = "pack") -> ChatPacker:  # type: ignore[override]
-        return ChatPacker(self, partition, prefix)
+        return ChatPacker(self, f"{prefix}-{partition:05d}")
+
+    def start_tail(self, prefix: str = "pack") -> ChatPacker:  # type: ignore[override]
+        return ChatPacker(self, f"{prefix}-tail")
 
 
 class ChatPacker:
-    """Packs one partition's conversations: `feed` batches in order, then `flush`.
+    """Packs one partition's conversations: `feed` batches in order, then take the open
+    row's conversations as its `tail()` (or, for the tail shard itself, `flush` them).
 
     Both yield `(rows, conversations in them)`. The open row's conversations are carried
     to the next batch (the next conversation may still fit), so the state is at most one
     row of tokens; it pickles, for the engine's checkpoints.
     """
 
-    def __init__(self, spec: ChatPackSpec, partition: int, prefix: str = "pack") -> None:
+    def __init__(self, spec: ChatPackSpec, name: str) -> None:
         self.spec = spec
-        self.partition = partition
-        self.prefix = prefix
+        self.name = name  # rows are `{name}-{row:09d}`
         self.rows = 0
         self._tokens = np.empty(0, spec.id_type.to_pandas_dtype())
         self._target = np.empty(0, spec.target_type().to_pandas_dtype())
@@ -110,6 +131,22 @@ class ChatPacker:
 
     def flush(self) -> Iterator[tuple[pa.RecordBatch, int]]:
         yield from self._emit(final=True)
+
+    def tail(self) -> pa.RecordBatch:
+        """The open row's conversations (`tail_schema`), unmasked; the packer is then empty."""
+        spec = self.spec
+        offsets = pa.array(np.concatenate([[0], np.cumsum(self._lengths)]).astype(np.int32))
+        out = pa.RecordBatch.from_arrays(
+            [
+                self._ids,
+                pa.ListArray.from_arrays(offsets, pa.array(self._tokens, spec.id_type)),
+                pa.ListArray.from_arrays(offsets, pa.array(self._target, spec.target_type())),
+            ],
+            schema=spec.tail_schema(),
+        )
+        self._tokens, self._target = self._tokens[:0], self._target[:0]
+        self._ids, self._lengths = self._ids.slice(0, 0), self._lengths[:0]
+        return out
 
     def _emit(self, final: bool) -> Iterator[tuple[pa.RecordBatch, int]]:
         firsts = self._row_starts(final)
@@ -158,7 +195,7 @@ class ChatPacker:
         cu[np.arange(n_docs) + row_of_doc + 1] = doc_ends - row_bounds[row_of_doc]
         token_offsets = pa.array(row_bounds.astype(np.int32))
         doc_offsets = pa.array(firsts.astype(np.int32))
-        row_ids = [f"{self.prefix}-{self.partition:05d}-{self.rows + i:09d}" for i in range(n_rows)]
+        row_ids = [f"{self.name}-{self.rows + i:09d}" for i in range(n_rows)]
         self.rows += n_rows
         spec = self.spec
         return pa.RecordBatch.from_arrays(

@@ -9,7 +9,10 @@ partition index, so the output never depends on how many workers ran.
 
 Completed shards are handed back (`take`) at the points the engine checkpoints (closing
 every split's open shard there), and the packers' carried rows pickle (`state`/
-`restore`), so a resumed partition continues exactly where it stopped.
+`restore`), so a resumed partition continues exactly where it stopped. A packed
+partition's short last row never reaches its shards: `finish` closes them on full rows
+and `tails` hands back, per split, what that row would hold, for the engine to stage
+(`curate.output.tails` packs every partition's tail into one shard at publish).
 """
 
 from __future__ import annotations
@@ -76,13 +79,20 @@ class PartitionOutput:
             writer.write(packed, documents=ended)
 
     def finish(self) -> list[dict[str, Any]]:
-        """Flush the packers' last rows, close every writer; the shards not yet taken."""
+        """Close every writer; the shards not yet taken (packers keep their tails)."""
         for name in self.names:
-            packer = self.packers.get(name)
-            for packed, ended in packer.flush() if packer is not None else ():
-                self.writers[name].write(packed, documents=ended)
             self.writers[name].close()
         return self.take()
+
+    def tails(self) -> dict[str | None, pa.RecordBatch]:
+        """Per split, what the packer's short last row would hold (splits with none left out);
+        the packers are empty afterwards."""
+        out = {}
+        for name, packer in self.packers.items():
+            tail = packer.tail()
+            if tail.num_rows:
+                out[name] = tail
+        return out
 
     def completed(self) -> bool:
         return any(w.shards for w in self.writers.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -200,3 +201,24 @@ def read_stream(path: Path) -> pa.Table:
     """A stream file memory-mapped and read without copying."""
     with pa.memory_map(str(path)) as source:
         return pa.ipc.open_stream(source).read_all()
+
+
+def write_batches(
+    path: Path,
+    schema: pa.Schema,
+    batches: Iterable[pa.RecordBatch],
+    *,
+    fsync: bool = True,
+    file_mode: int = 0o640,
+    relative_to: Path | None = None,
+) -> ShardInfo:
+    """Batches as one stream file, as they come (the tail shard: never held whole)."""
+    f = _HashingFile(path, file_mode)
+    rows = 0
+    with pa.ipc.new_stream(f, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+            rows += batch.num_rows
+    f.close(fsync=fsync)
+    name = path.relative_to(relative_to).as_posix() if relative_to else path.name
+    return ShardInfo(name, rows, f.size, f.sha.hexdigest())

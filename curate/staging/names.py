@@ -6,6 +6,8 @@
     part-PPPPP.json                partition P's completion record (`record.PartitionRecord`)
     part-PPPPP.ckpt.json           its checkpoint while it runs (`record.Checkpoint`)
     packer-PPPPP.pkl               the packers' carried rows, named by the checkpoint
+    tail-PPPPP.arrow               final pass, packed: what P's short last row would hold
+                                   (with a split: tail-PPPPP-<split>.arrow), for the tail shard
     part-PPPPP.attempts            Ray only: runs of partition P in this pass so far
     data-PPPPP-SSSSS.arrow         rows staged for the next pass, segment S
     summary-PPPPP-SSSSS.arrow      their summaries for this pass's barrier, segment S
@@ -17,6 +19,7 @@
     collective/                    the local engine's spill while deciding (Ray's: collective-*)
   out/                             the version being built, renamed into place at publish:
     shards/part-PPPPP-IIIII.arrow    its shards (with a split: <split>/shards/...)
+    shards/tail-00000.arrow          packed versions: every partition's tail, packed at publish
 ```
 
 P is the partition's index (five digits, more when there are more partitions), S, N and I
@@ -58,6 +61,11 @@ class Staging:
 
     def packer(self, k: int, partition: int) -> Path:
         return self.pass_dir(k) / f"packer-{partition:05d}.pkl"
+
+    def tail(self, k: int, partition: int, split: str | None = None) -> Path:
+        """Partition P's packing tail (`curate.output.tails`), per split."""
+        suffix = f"-{split}" if split else ""
+        return self.pass_dir(k) / f"tail-{partition:05d}{suffix}.arrow"
 
     def attempts(self, k: int, partition: int) -> Path:
         return self.pass_dir(k) / f"part-{partition:05d}.attempts"

@@ -35,9 +35,10 @@ class PartitionFiles:
     segments: list[dict[str, FileInfo]] = field(default_factory=list)  # {"data", "summary"}
     rejected: list[FileInfo] = field(default_factory=list)
     quarantine: list[FileInfo] = field(default_factory=list)
+    tails: list[FileInfo] = field(default_factory=list)  # packed: the final pass's tail files
 
     def listed(self) -> list[FileInfo]:
-        files = [*self.shards, *self.rejected, *self.quarantine]
+        files = [*self.shards, *self.rejected, *self.quarantine, *self.tails]
         return files + [part for seg in self.segments for part in (seg["data"], seg["summary"])]
 
     def intact(self, staging: Staging) -> bool:
@@ -50,16 +51,20 @@ class PartitionFiles:
         return True
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        data = {
             "shards": self.shards,
             "segments": self.segments,
             "rejected": self.rejected,
             "quarantine": self.quarantine,
         }
+        return data | {"tails": self.tails} if self.tails else data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PartitionFiles:
-        return cls(data["shards"], data["segments"], data["rejected"], data["quarantine"])
+        return cls(
+            data["shards"], data["segments"], data["rejected"], data["quarantine"],
+            data.get("tails", []),
+        )  # fmt: skip
 
 
 @dataclass
