@@ -19,6 +19,7 @@ from curate.errors import CurateError
 from curate.input_watch import check
 from curate.io.batches import ID, TEXT, FieldSpec, QuarantineRecord, ReadChunk
 from curate.io.columnar import read_columnar
+from curate.io.delimited import DELIMITERS, read_delimited
 from curate.io.inputs import InputFile
 from curate.io.jsonl import read_jsonl
 from curate.io.lines import JSONL_FORMATS
@@ -103,6 +104,9 @@ def _read(
         if fmt != "hf_disk":
             _check_unchanged(part)
         yield from read_columnar(part, fields, sink, batch_bytes, use_threads)
+    elif fmt in DELIMITERS:
+        _check_unchanged(part)
+        yield from read_delimited(part, fields, sink, batch_bytes, max_document_bytes)
     elif fmt == "text_file":
         _check_unchanged(part)
         yield from read_text_file(part, fields, sink, max_document_bytes)

@@ -183,6 +183,11 @@ ARROW_OTHER = _reason("arrow_other", "the Arrow reader rejects the line")
 DOCUMENT_TOO_LARGE = _reason(
     "document_too_large", "document_too_large: over max_document_bytes ({limit:,} bytes)"
 )
+CSV_COLUMNS = _reason("csv_columns", "row has {actual} cells, not the header's {expected}")
+CSV_ROW_TOO_LONG = _reason(
+    "csv_row_too_long",
+    "a row longer than {limit:,} bytes; the rest of the file was not read",
+)
 CORRUPT_STREAM = _reason(
     "corrupt_stream",
     "corrupt {codec} stream near compressed byte {offset}; the rest of the file was not read",

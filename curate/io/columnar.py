@@ -53,7 +53,7 @@ def read_columnar(
     seen: pa.Schema | None = None
     for schema, raw in _raw_batches(part, fields, batch_bytes, use_threads):
         if seen is None or not schema.equals(seen):
-            convert, seen = _Converter(part.input.name, fields, schema, sink), schema
+            convert, seen = Converter(part.input.name, fields, schema, sink), schema
         for piece in slices_by_bytes(raw, fields.text_field, batch_bytes):
             batch = convert(piece, row)
             row += piece.num_rows
@@ -151,7 +151,7 @@ def _string_like(t: pa.DataType) -> bool:
     return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t)
 
 
-class _Converter:
+class Converter:
     """Checks one source schema against the recipe, then converts its batches."""
 
     def __init__(self, name: str, fields: FieldSpec, schema: pa.Schema, sink: ErrorSink) -> None:

@@ -31,6 +31,8 @@ FORMATS = (
     "jsonl.zst",
     "parquet",
     "arrow",
+    "csv",
+    "tsv",
     "text_file",
     "text_folder",
     "hf_disk",
@@ -47,6 +49,8 @@ _SUFFIXES = (
     (".parquet", "parquet"),
     (".arrow", "arrow"),
     (".feather", "arrow"),
+    (".csv", "csv"),
+    (".tsv", "tsv"),
     (".txt", "text_file"),
     (".md", "text_file"),
 )
@@ -289,7 +293,7 @@ def _check_content(path: str, fmt: str, size: int, label: str) -> None:
         raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
     if fmt == "text_file":
         return  # any bytes are a text (an empty one included); UTF-8 is checked when read
-    if fmt == "jsonl":
+    if fmt in ("jsonl", "csv", "tsv"):
         if size == 0:
             log.warning("%s is empty", label)
         return

@@ -5,7 +5,8 @@ the same inputs and target size must always give the same partitions, whatever
 the number of workers. Plain JSONL is cut into byte ranges at line starts
 (balanced, about target_bytes each) and the number of each range's first line is
 found by counting newlines, so derived ids (`name:line`) do not depend on the
-split. Compressed JSONL cannot be split, nor can a single text file (one document).
+split. Compressed JSONL cannot be split, nor can a CSV file (a quoted value may hold a
+newline, so rows are not lines) or a single text file (one document).
 Columnar inputs and folders are cut
 between their natural pieces (row groups, record batches, shards, files), joined
 greedily up to target_bytes, with each partition's first row counted so derived
@@ -53,7 +54,7 @@ def plan_partitions(inputs: list[InputFile], target_bytes: int) -> list[Partitio
 def _plan(inp: InputFile, target: int) -> list[tuple[int, int, int, int]]:
     if inp.format == "jsonl":
         return [(a, b, line, 0) for a, b, line in split_jsonl(inp, target)]
-    if inp.format in ("jsonl.gz", "jsonl.zst", "text_file"):
+    if inp.format in ("jsonl.gz", "jsonl.zst", "csv", "tsv", "text_file"):
         return [(0, inp.size, 1, 0)]
     if inp.format == "text_folder":
         members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)

@@ -108,6 +108,11 @@ def test_formats_by_extension_and_folder_kind(tmp_path: Path) -> None:
 
 def test_format_of_is_case_insensitive_and_rejects_others() -> None:
     assert format_of("X.JSONL.GZ") == "jsonl.gz"
+    assert (format_of("a.CSV"), format_of("a.tsv"), format_of("a.Md")) == (
+        "csv",
+        "tsv",
+        "text_file",
+    )
     assert format_of("x.json") is None
     assert format_of("x.gz") is None
 
@@ -136,11 +141,11 @@ def test_literal_name_with_brackets_is_not_a_glob(tmp_path: Path) -> None:
 
 def test_unsupported_extension_lists_supported(tmp_path: Path) -> None:
     touch(tmp_path / "data" / "a.jsonl")
-    touch(tmp_path / "data" / "b.csv", b"a,b\n")
+    touch(tmp_path / "data" / "b.xml", b"<a/>\n")
     with pytest.raises(CurateError) as exc:
         discover_inputs(["data/*"], tmp_path)
     message = str(exc.value)
-    assert "'data/b.csv' (from 'data/*') has an unsupported extension" in message
+    assert "'data/b.xml' (from 'data/*') has an unsupported extension" in message
     assert ".jsonl.zst" in message and ".parquet" in message and "save_to_disk" in message
 
 
