@@ -225,7 +225,12 @@ class Recipe(_Strict):
         description="Bad records: set aside in quarantine/ (failing the run when too many are), "
         "or stop the run at the first; a mode, or a mapping of the settings below.",
     )
-    partition_size: ByteSize = Field(128 * 10**6, description="Target input bytes per partition.")
+    partition_size: ByteSize = Field(
+        8 * 10**6,
+        description="Target input bytes per partition, the unit of work: small, so that every "
+        "worker has work on one large file; boundaries depend on each file and this size "
+        "only, never on the number of workers.",
+    )
     batch_size: ByteSize = Field(
         8 * 2**20, description="Text bytes per record batch: memory per worker vs overhead."
     )
