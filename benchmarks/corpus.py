@@ -16,6 +16,9 @@ text in two packages) are kept as they are: they are natural duplicates, counted
 separately. MB means 10**6 bytes of JSONL.
 
 Run ``python -m benchmarks.corpus --size 100 --size 400`` to build (or reuse) them.
+``--one-file`` writes the same documents into one file instead (``corpus-<size>-one/``):
+how partitions split a single large input is what benchmarks/partition_parallelism.py
+measures.
 """
 
 from __future__ import annotations
@@ -103,6 +106,7 @@ class CorpusInfo:
     dup_rate: float
     seed: int = SEED
     format: int = FORMAT
+    one_file: bool = False
     files: list[str] = field(default_factory=list)
     bytes: int = 0
     docs: int = 0
@@ -117,7 +121,7 @@ class CorpusInfo:
 
     @property
     def folder(self) -> Path:
-        return WORK / f"corpus-{self.size_mb}"
+        return WORK / f"corpus-{self.size_mb}{'-one' if self.one_file else ''}"
 
     def describe(self) -> str:
         return (
@@ -156,14 +160,16 @@ def plan_copies(sizes: list[int], extra_bytes: int, rng: random.Random) -> dict[
     return after
 
 
-def build(size_mb: int, dup_rate: float | None = None) -> CorpusInfo:
-    """Build the corpus of size_mb (or reuse the cached one) and describe it."""
+def build(size_mb: int, dup_rate: float | None = None, one_file: bool = False) -> CorpusInfo:
+    """Build the corpus of size_mb (or reuse the cached one) and describe it; one_file
+    writes every line into one part-00000.jsonl instead of files of about FILE_BYTES."""
     rate = DUP_RATES.get(size_mb, 0.3) if dup_rate is None else dup_rate
-    info = CorpusInfo(size_mb=size_mb, dup_rate=rate)
+    info = CorpusInfo(size_mb=size_mb, dup_rate=rate, one_file=one_file)
     cached = info.folder / "corpus.json"
     if cached.exists():
         old = CorpusInfo(**json.loads(cached.read_text()))
-        if (old.size_mb, old.dup_rate, old.seed, old.format) == (size_mb, rate, SEED, FORMAT):
+        key = (size_mb, rate, SEED, FORMAT, one_file)
+        if (old.size_mb, old.dup_rate, old.seed, old.format, old.one_file) == key:
             return old
     docs = list(source_documents(int(size_mb * MB * (1 - rate))))
     unique_bytes = sum(len(line) for _, _, line in docs)
@@ -209,7 +215,8 @@ class _Splitter:
         self.in_file = 0
 
     def write(self, line: bytes) -> None:
-        if self.handle is None or self.in_file >= FILE_BYTES:
+        full = self.in_file >= FILE_BYTES and not self.info.one_file
+        if self.handle is None or full:
             self.close()
             name = f"part-{len(self.info.files):05d}.jsonl"
             self.info.files.append(name)
@@ -230,9 +237,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, action="append", help="corpus size in MB")
     parser.add_argument("--dup-rate", type=float, help="override the size's duplicate rate")
+    parser.add_argument("--one-file", action="store_true", help="all lines in one file")
     args = parser.parse_args()
     for size in args.size or [100]:
-        info = build(size, args.dup_rate)
+        info = build(size, args.dup_rate, args.one_file)
         print(f"{info.folder}: {info.describe()}")
 
 
