@@ -51,28 +51,35 @@ def recipe(folder: Path, corpus: Path, partition_size: str | None, seq_len: int)
     return path
 
 
-def build(tree: Path, folder: Path, corpus: Path, partition_size: str | None, seq_len: int) -> dict:
+def build(
+    tree: Path, folder: Path, corpus: Path, partition_size: str | None, seq_len: int
+) -> dict[str, object]:
     path = recipe(folder, corpus, partition_size, seq_len)
     env = {**os.environ, "PYTHONPATH": str(tree)}
+    # run from the work folder: `-m` puts the current folder first on sys.path, before the tree
     subprocess.run([sys.executable, "-m", "curate.cli", "run", str(path), "--quiet"], env=env,
-                   check=True)  # fmt: skip
+                   cwd=folder, check=True, stdout=subprocess.DEVNULL)  # fmt: skip
     dataset = folder / "out" / "tails"
     version = dataset / (dataset / "LATEST").read_text().strip()
     manifest = json.loads((version / "manifest.json").read_text())
-    short = rows = 0
+    short = rows = short_rows = 0
     for shard in manifest["shards"]:
         with pa.memory_map(str(version / shard["path"])) as source:
             lengths = pa.ipc.open_stream(source).read_all().column("num_tokens").to_pylist()
         rows += len(lengths)
         short += sum(n for n in lengths if n < seq_len)
+        short_rows += sum(1 for n in lengths if n < seq_len)
+    packing = manifest.get("packing") or {}
     return {
         "partitions": sum(i["partitions"] for i in manifest["inputs"]),
         "shards": len(manifest["shards"]),
         "rows": rows,
         "tokens": manifest["tokens"],
-        "lost (short rows)": short,
-        "lost %": round(100 * short / manifest["tokens"], 4),
-        "manifest packing": manifest.get("packing"),
+        "short_rows": short_rows,
+        "tokens_in_short_rows": short,
+        "lost_percent": round(100 * short / manifest["tokens"], 4),
+        "manifest_tokens_lost": packing.get("tokens_lost"),
+        "manifest_lost_fraction": packing.get("lost_fraction"),
     }
 
 
@@ -94,7 +101,7 @@ def main() -> None:
         subprocess.run(["rm", "-rf", str(folder)], check=True)
         result = build(tree, folder, corpus, size, args.seq_len)
         print(f"{name}: partition_size {size or 'default'}, seq_len {args.seq_len}")
-        print("  " + json.dumps(result, indent=1).replace("\n", "\n  "))
+        print("  " + json.dumps(result))
 
 
 if __name__ == "__main__":
