@@ -70,6 +70,12 @@ def test_packed_rows_hold_each_conversation_whole(data: Path) -> None:
     assert stage["details"]["pack"]["kind"] == "conversations"
     assert packed.counts["written"] == plain.counts["written"] == 399
     assert verify(packed.path) == []
+    packing = packed.manifest["packing"]  # partitions' open rows: one tail shard per split
+    assert packing["kind"] == "conversations" and packing["tokens_lost"] == 0
+    assert packing["tail_shards"] == [
+        f"{s}/shards/tail-00000.arrow" for s in ("train", "validation")
+    ]
+    assert packing["tokens_in_full_rows"] is None and packing["tail_tokens"] > 0
     messages = {
         json.loads(line)["id"]: json.loads(line)["messages"]
         for name in ("a", "b")
