@@ -49,7 +49,9 @@ class TokenizeParams(StageParams):
     eos_token: str | None = Field(None, description="EOS token, when the model does not say.")
     keep_text: bool = Field(False, description="Keep the text column beside the ids.")
     pack: PackParams | None = Field(
-        None, description="Pack into fixed-length rows per partition: {seq_len: 2048}."
+        None,
+        description="Pack into fixed-length rows per partition, their short last rows packed "
+        "together into one tail shard at publish: {seq_len: 2048}.",
     )
     pattern: str | None = Field(
         None, description="tiktoken ranks only: split regex or preset (cl100k_base)."
