@@ -26,6 +26,7 @@ from curate.output.packing import NUM_TOKENS, PackSpec
 from curate.output.shards import ShardInfo, read_stream, write_batches
 
 TAIL_SHARD = "tail-00000.arrow"
+_BATCH_BYTES = 4 << 20
 
 
 @dataclass(frozen=True)
@@ -74,13 +75,27 @@ def _pack(
         tally["last"] = int(rows.column(NUM_TOKENS)[-1].as_py())
         return rows
 
-    def rows() -> Iterator[pa.RecordBatch]:
+    def packed() -> Iterator[pa.RecordBatch]:
         for path in paths:
             for batch in read_stream(path).to_batches():
-                for packed, ended in packer.feed(batch):
-                    yield count(packed, ended)
-        for packed, ended in packer.flush():
-            yield count(packed, ended)
+                for rows, ended in packer.feed(batch):
+                    yield count(rows, ended)
+        for rows, ended in packer.flush():
+            yield count(rows, ended)
+
+    def rows() -> Iterator[pa.RecordBatch]:
+        """A tail yields a row or two: joined into batches of about _BATCH_BYTES, so a tail
+        shard of ten thousand partitions is not ten thousand record batches."""
+        held: list[pa.RecordBatch] = []
+        size = 0
+        for batch in packed():
+            held.append(batch)
+            size += batch.nbytes
+            if size >= _BATCH_BYTES:
+                yield pa.concat_batches(held)
+                held, size = [], 0
+        if held:
+            yield pa.concat_batches(held)
 
     info = write_batches(folder / TAIL_SHARD, spec.output_schema(), rows(), fsync=fsync,
                          file_mode=file_mode, relative_to=out)  # fmt: skip
