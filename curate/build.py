@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+import xxhash
 
 from curate import accounting, input_watch
 from curate.dirfd import Folder
@@ -31,10 +32,11 @@ from curate.errors import CurateError
 from curate.fingerprint import content_hash
 from curate.io.batches import FieldSpec
 from curate.io.inputs import InputFile
-from curate.io.partitions import plan_partitions
+from curate.io.partitions import Partition, plan_partitions
 from curate.manifest import FileRecord, Manifest, reconcile
 from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
+from curate.output.shard_merge import merged_shards
 from curate.output.shards import write_table
 from curate.output.tails import pack_tails
 from curate.phases import mark
@@ -212,11 +214,14 @@ class Build:
     ) -> Version:
         r, stages = self.recipe, self.stages
         out = job.staging.out
-        shards = [
-            FileRecord(**(s | {"path": version_path(s["path"])}))
-            for rec in result.records[-1]
-            for s in rec.files.shards
-        ]
+        final = merged_shards(
+            job.staging,
+            [(_key(job.partitions[rec.partition]), rec.files.shards) for rec in result.records[-1]],
+            r.output.shard_size,
+            fsync=r.output.fsync,
+            file_mode=int(r.output.file_mode, 8),
+        )
+        shards = [FileRecord(**(s | {"path": version_path(s["path"])})) for s in final]
         split_names = r.split.names() if r.split is not None else [None]
         packing = job.settings.packing
         tails = []
@@ -285,6 +290,11 @@ class Build:
         self.store.discard(self.store.staging_name(self.fingerprint))
         log.info("published %s", path)
         return Version(path).hold()
+
+
+def _key(part: Partition) -> str:
+    name = f"{part.input.name}:{part.start}-{part.stop}"  # until partitions carry their key
+    return xxhash.xxh3_64_hexdigest(name.encode())
 
 
 def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> FileRecord:
