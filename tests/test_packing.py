@@ -127,9 +127,9 @@ def test_packed_run_counts_documents_and_tokens(tmp_path: Path) -> None:
     assert m["counts"]["written"] == 300 and m["counts"]["read"] == 300
     assert m["tokens"] == plain.manifest["tokens"] == sum(s["tokens"] for s in m["shards"])
     assert sum(s["documents"] for s in m["shards"]) == 300
-    # one per partition (input file), of full rows only, then the tail shard: the partitions'
-    # short last rows packed together, its own last row the only short one
-    assert len(m["shards"]) == 3 and m["shards"][-1]["path"] == "shards/tail-00000.arrow"
+    # the two small partitions' (input files') full rows publish as one merged shard, then
+    # the tail shard: their short last rows packed together, its own last row the only short one
+    assert len(m["shards"]) == 2 and m["shards"][-1]["path"] == "shards/tail-00000.arrow"
     table = packed.to_arrow()
     lengths = table.column("num_tokens").to_pylist()
     assert set(lengths[:-1]) == {64} and 0 < lengths[-1] <= 64
