@@ -215,7 +215,7 @@ class Build:
         r, stages = self.recipe, self.stages
         out = job.staging.out
         final = merged_shards(
-            job.staging,
+            job.staging.root,
             [(_key(job.partitions[rec.partition]), rec.files.shards) for rec in result.records[-1]],
             r.output.shard_size,
             fsync=r.output.fsync,

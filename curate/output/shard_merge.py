@@ -20,19 +20,22 @@ from typing import Any
 import pyarrow as pa
 
 from curate.digests import sha256_file
+from curate.dirfd import Folder
 from curate.errors import CurateError
 from curate.output.shard_groups import Output, merge_groups
 from curate.output.shards import write_batches
+from curate.paths import escape
 from curate.phases import mark
-from curate.staging.names import Staging
-from curate.staging.record import FileInfo
-from curate.store import write_atomic
 
 MERGES = "merges.json"
 
+FileInfo = dict[str, Any]
+"""A shard as a partition's completion record names it (`curate.staging.record.FileInfo`):
+path relative to the staging folder, rows, bytes, sha256, and tokens/documents/split."""
+
 
 def merged_shards(
-    staging: Staging,
+    root: Path,
     parts: Sequence[tuple[str, list[FileInfo]]],
     shard_bytes: int,
     *,
@@ -47,22 +50,23 @@ def merged_shards(
     plan = _plan(parts, shard_bytes)
     if not plan:
         return [s for _, shards in parts for s in shards]
-    written = _recorded(staging, plan)
+    written = _recorded(root, plan)
     if written is None:
         written = []
         for target, members in plan:
             mark("merge")
-            written.append(_write(staging, target, members, fsync=fsync, file_mode=file_mode))
+            written.append(_write(root, target, members, fsync=fsync, file_mode=file_mode))
         merged = [
             {"shard": w, "members": [m["path"] for m in members]}
             for w, (_, members) in zip(written, plan, strict=True)
         ]
         text = json.dumps({"format": 1, "merged": merged}, indent=1, sort_keys=True) + "\n"
-        write_atomic(staging.root / MERGES, text, mode=file_mode, fsync=fsync)
+        with Folder(os.open(root, os.O_RDONLY | os.O_DIRECTORY), root) as folder:
+            folder.write_atomic(MERGES, text, file_mode, fsync=fsync)
     for _, members in plan:
         mark("merge")
         for m in members:
-            path = staging.resolve(m["path"])
+            path = _resolve(root, m["path"])
             if path is not None:
                 path.unlink(missing_ok=True)
     merged_by_first = {id(members[0]): w for w, (_, members) in zip(written, plan, strict=True)}
@@ -102,13 +106,13 @@ def _plan(
 
 
 def _write(
-    staging: Staging, target: str, members: list[FileInfo], *, fsync: bool, file_mode: int
+    root: Path, target: str, members: list[FileInfo], *, fsync: bool, file_mode: int
 ) -> FileInfo:
-    path = staging.resolve(target)
+    path = _resolve(root, target)
     assert path is not None
     sources = []
     for m in members:
-        source = staging.resolve(m["path"])
+        source = _resolve(root, m["path"])
         if source is None or not source.is_file() or source.stat().st_size != m["bytes"]:
             raise CurateError(f"staged shard {m['path']} is missing or changed; run again")
         sources.append(source)
@@ -139,11 +143,11 @@ def _batches(sources: list[Path]) -> Iterator[pa.RecordBatch]:
             yield from pa.ipc.open_stream(mapped)
 
 
-def _recorded(staging: Staging, plan: list[tuple[str, list[FileInfo]]]) -> list[FileInfo] | None:
+def _recorded(root: Path, plan: list[tuple[str, list[FileInfo]]]) -> list[FileInfo] | None:
     """The merged shards a previous attempt recorded, when they match this plan and every
     one is intact (size and sha256 read now); else None, and they are written again."""
     try:
-        record = json.loads((staging.root / MERGES).read_text())
+        record = json.loads((root / MERGES).read_text())
         merged = record["merged"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -156,9 +160,14 @@ def _recorded(staging: Staging, plan: list[tuple[str, list[FileInfo]]]) -> list[
         return None
     for entry in merged:
         shard = entry["shard"]
-        path = staging.resolve(shard["path"])
+        path = _resolve(root, shard["path"])
         if path is None or not path.is_file() or path.stat().st_size != shard["bytes"]:
             return None
         if sha256_file(path) != shard["sha256"]:
             return None
     return [e["shard"] for e in merged]
+
+
+def _resolve(root: Path, name: str) -> Path | None:
+    """The file a record names, or None when the name would lead out of the staging folder."""
+    return None if escape(root, name) is not None else root / name
