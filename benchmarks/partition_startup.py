@@ -47,8 +47,12 @@ class Point:
 
 
 def parse_mb(text: str) -> float:
+    """MB (10**6 bytes) in a size as recipes write it: 64MB, 500KB, 1GiB, 4096."""
     text = text.strip().upper().removesuffix("B")
-    return float(text.removesuffix("M")) if text.endswith("M") else float(text) / MB
+    base = 1024 if text.endswith("I") else 1000
+    text = text.removesuffix("I")
+    power = {"K": 1, "M": 2, "G": 3}.get(text[-1:], 0)
+    return float(text[:-1] if power else text) * base**power / MB
 
 
 def slope(xs: list[float], ys: list[float]) -> float:
