@@ -19,6 +19,9 @@ the cut, and with a pre-tokenizer and normalizer this argument was checked for
   alternative matches a non-space character followed by a space, so the cut ends a match;
   the one lookahead, `\\s+(?!\\S)`, never reaches the end of the left piece, which ends
   in a non-space character;
+  The same holds for tiktoken ranks split with either pattern (Llama 3's original
+  tokenizer.model with `pattern:`): tiktoken encodes each match on its own, and has no
+  normalizer;
 - with that layout, no normalizer or NFC (Qwen2's). A space has combining class 0, no
   decomposition, and composes with nothing on either side, so NFC of the whole text is
   NFC of the pieces joined, and NFC turns no other character into a space (checked for

@@ -18,7 +18,7 @@ import numpy as np
 
 from curate.errors import CurateError
 from curate.tokenizers.encoders import Encoder, ModelDefaults, config_defaults, flatten
-from curate.tokenizers.long_texts import encode_in_pieces
+from curate.tokenizers.long_texts import SPLIT_PATTERNS, encode_in_pieces
 from curate.tokenizers.source import TokenizerSource
 
 # Tekken files of format version <= v7 carry no special token list; these are the ones
@@ -42,7 +42,8 @@ class BPEEncoder(Encoder):
     _enc: Any = None
     offset: int = 0
     _rank_bytes: np.ndarray | None = None
-    _cuts: bool = False  # long texts in pieces: tekken's pattern (curate.tokenizers.long_texts)
+    _cuts: bool = False  # long texts in pieces: tekken's, Llama 3's or Qwen2's pattern
+    # (curate.tokenizers.long_texts)
 
     def warm(self) -> None:
         if self._enc is None:
@@ -200,5 +201,6 @@ class TiktokenEncoder(BPEEncoder):
             defaults=config_defaults(source, ModelDefaults(None, eos, False, "tiktoken: no BOS")),
             _enc=enc,
             _rank_bytes=rank_bytes(ranks),
+            _cuts=pat in SPLIT_PATTERNS,  # Llama 3's (original/tokenizer.model) or Qwen2's
             pattern=pat,
         )

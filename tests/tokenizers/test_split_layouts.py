@@ -10,6 +10,7 @@ whole text. What the argument does not cover is shown to encode whole.
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import random
@@ -136,3 +137,36 @@ def test_tricky_texts_hold_what_the_argument_is_about() -> None:
     assert {"\u0301", "\u0308", "\u0338", "'", ".", "1", "é", "好", "\U0001f600"} <= before
     assert {text[i + 1] for i in cuts} >= {"a", "w", "é", "e", "你", "П"}
     assert {"\x1c", "\x85", "\u2028", "\r"} <= set(text)
+
+
+def byte_of_char() -> dict[str, int]:
+    """GPT-2's byte-to-character table, reversed: a ByteLevel vocabulary's token as bytes."""
+    kept = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1),
+            *range(ord("®"), ord("ÿ") + 1)]  # fmt: skip
+    chars = {b: chr(b) for b in kept}
+    moved = [b for b in range(256) if b not in chars]
+    chars.update({b: chr(256 + n) for n, b in enumerate(moved)})
+    return {c: b for b, c in chars.items()}
+
+
+@pytest.mark.parametrize("layout", sorted(LAYOUTS))
+def test_tiktoken_ranks_with_either_pattern_are_cut(tmp_path: Path, layout: str) -> None:
+    """Llama 3's original tokenizer.model is tiktoken ranks given `pattern:`: with Llama 3's
+    or Qwen2's pattern, long texts are cut too, with the whole text's ids; another
+    pattern (cl100k's, with possessive quantifiers) is not cut."""
+    table = byte_of_char()
+    vocab = train_split_bpe("llama3").get_vocab(with_added_tokens=False)
+    ranks = {bytes(table[c] for c in token): i for token, i in vocab.items()}
+    path = tmp_path / "tokenizer.model"
+    path.write_text("".join(f"{base64.b64encode(b).decode()} {i}\n" for b, i in ranks.items()))
+    source = resolve_source(str(path), "", "auto")
+    enc = load_encoder(source, pattern=LAYOUTS[layout]["pattern"])
+    assert enc._cuts
+    flat_w, len_w = enc._encode(TEXTS)
+    flat_p, len_p = encode_in_pieces(enc._encode, TEXTS, size=1)
+    assert np.array_equal(len_w, len_p)
+    assert np.array_equal(flat_w, flat_p)
+    word = "tokenizer tokenizer"
+    assert in_pieces(enc._encode, word, [14]) != list(enc._encode([word])[0])
+    cl100k = LAYOUTS["llama3"]["pattern"].replace("]?\\p{L}+", "]?+\\p{L}+")
+    assert not load_encoder(source, pattern=cl100k)._cuts
