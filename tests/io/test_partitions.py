@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import os
 import random
 from pathlib import Path
 
@@ -153,3 +154,32 @@ def test_empty_inputs_still_have_a_partition(tmp_path: Path) -> None:
     parts = plan_partitions(discover_inputs(["a.jsonl", "b.parquet"], tmp_path), 100)
     assert len(parts) == 2 and parts[0].stop == 0
     assert read_all(parts, FieldSpec()) == ([], [])
+
+
+def bytes_read() -> int:
+    """What this process has read through read(2) and friends so far (page cache or not)."""
+    with open("/proc/self/io") as f:
+        return int(next(line for line in f if line.startswith("rchar:")).split()[1])
+
+
+@pytest.mark.skipif(not Path("/proc/self/io").exists(), reason="needs Linux's /proc/self/io")
+def test_planning_a_2gb_jsonl_reads_kilobytes_per_partition(tmp_path: Path) -> None:
+    """Boundaries are found by seeking to each target and reading on to the next newline, so
+    planning does not read (nor count the lines of) the file: a sparse 2 GiB file whose
+    lines end every 64 KiB costs at most a few windows at each of its 32 boundaries."""
+    path, size, every = tmp_path / "big.jsonl", 2 << 30, 64 << 10
+    line = b'{"text": "a line"}\n'
+    with open(path, "wb") as f:
+        f.truncate(size)
+        for end in range(every, size + 1, every):
+            os.pwrite(f.fileno(), line, end - len(line))
+    found = discover_inputs(["big.jsonl"], tmp_path)
+    before = bytes_read()
+    parts = plan_partitions(found, 64 << 20)
+    read = bytes_read() - before
+    assert len(parts) == 32
+    assert read <= len(parts) * (128 << 10), f"planning read {read:,} bytes"
+    with open(path, "rb") as f:
+        for part in parts[1:]:
+            assert os.pread(f.fileno(), 1, part.start - 1) == b"\n"
+    assert parts[-1].stop == size
