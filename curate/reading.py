@@ -10,6 +10,7 @@ that io never imports chat (chat's reader is built on io's lines and records).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -22,6 +23,7 @@ from curate.io.columnar import read_columnar
 from curate.io.delimited import DELIMITERS, read_delimited
 from curate.io.inputs import InputFile
 from curate.io.jsonl import read_jsonl
+from curate.io.line_numbers import lines_before
 from curate.io.lines import JSONL_FORMATS
 from curate.io.partitions import Partition
 from curate.io.records import FAIL_HINT, ErrorSink
@@ -82,7 +84,8 @@ def _read(
     use_threads: bool,
     max_document_bytes: int | None,
 ) -> Iterator[ReadChunk]:
-    sink = ErrorSink(part.input.name, on_error)
+    first = part.input.format == "jsonl" and part.start > 0  # lines numbered from 1 in part
+    sink = ErrorSink(part.input.name, on_error, partial(lines_before, part) if first else None)
     if batch_bytes < 1:
         raise ValueError(f"batch_bytes must be positive, not {batch_bytes}")
     clash = {ID, TEXT} & set(fields.keep_fields)

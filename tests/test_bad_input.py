@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
+import yaml
 from click.testing import CliRunner
 from conftest import corpus, write_jsonl, write_recipe
 
@@ -69,7 +72,7 @@ def test_quarantine_side_output_reads_back(tmp_path: Path) -> None:
     version = curate.run(write_recipe(tmp_path))
     for f in version.manifest["quarantine"]:
         table = pa.ipc.open_stream(version.path / f["path"]).read_all()
-        assert table.column_names == ["file", "line", "reason", "bytes"]
+        assert table.column_names == ["file", "line", "reason", "bytes", "offset"]
 
 
 def test_text_folder_and_parent_versions(tmp_path: Path) -> None:
@@ -91,3 +94,63 @@ def test_non_unique_ids_stop_the_run_instead_of_dropping_the_wrong_document(tmp_
     result = CliRunner().invoke(main, ["run", str(write_recipe(tmp_path))])
     assert result.exit_code == 2
     assert "document id 'y' is not unique" in result.stderr
+
+
+def split_input(folder: Path, kind: str, bad_at: int, n: int = 3000) -> bytes:
+    """data/a.jsonl of n records of `kind` (text or chat) without ids, line bad_at + 1 cut
+    short; about 300 KB, so that partitions of 100 KB make three or more of it."""
+    records: list[bytes] = []
+    for i in range(n):
+        if kind == "text":
+            record: dict[str, object] = {"text": f"document {i} " + "word " * 15}
+        else:
+            record = {"messages": [{"role": "user", "content": f"question {i} " + "w " * 20},
+                                   {"role": "assistant", "content": f"answer {i}"}]}  # fmt: skip
+        records.append(json.dumps(record).encode())
+    records[bad_at] = records[bad_at][:25]
+    data = b"\n".join(records) + b"\n"
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    (folder / "data" / "a.jsonl").write_bytes(data)
+    return data
+
+
+@pytest.mark.parametrize("kind", ["text", "chat"])
+def test_a_bad_line_in_a_later_partition_is_named_by_its_true_line_and_offset(
+    tmp_path: Path, kind: str
+) -> None:
+    """Partitions are planned without counting lines; a partition with a bad line counts the
+    lines before it when it quarantines it, in the worker, and names its offset too."""
+    data = split_input(tmp_path, kind, bad_at=2500)
+    chat = {"chat": {"shape": "auto"}} if kind == "chat" else {}
+    recipe = write_recipe(tmp_path, id_field=None, stages=[], partition_size="100KB",
+                          engine={"workers": 2}, **chat)  # fmt: skip
+    version = curate.run(recipe)
+    assert version.manifest["inputs"][0]["partitions"] >= 3
+    at = sum(len(line) + 1 for line in data.splitlines()[:2500])
+    [row] = version.quarantined().to_pylist()
+    assert (row["file"], row["line"], row["offset"]) == ("data/a.jsonl", 2501, at)
+    assert version.counts["written"] == 2999
+    cfg = yaml.safe_load(recipe.read_text())
+    recipe.write_text(yaml.safe_dump({**cfg, "on_error": "fail"}))
+    result = CliRunner().invoke(main, ["run", str(recipe)])
+    assert result.exit_code == 2 and "data/a.jsonl:2501: " in result.stderr
+
+
+def test_derived_ids_do_not_change_when_the_file_is_touched_or_split_otherwise(
+    tmp_path: Path,
+) -> None:
+    """Ids of plain JSONL records without an id are where their lines start, whatever the
+    partitions: the same for a file under or over partition_size, and after a touch."""
+    data = split_input(tmp_path, "text", bad_at=10)
+    ids = []
+    for size, touch in [("100MB", False), ("50KB", False), ("70KB", True)]:
+        if touch:
+            stat = (tmp_path / "data" / "a.jsonl").stat()
+            os.utime(tmp_path / "data" / "a.jsonl", ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+        version = curate.run(write_recipe(tmp_path, id_field=None, stages=[], partition_size=size))
+        ids.append(version.to_arrow()["id"].to_pylist())
+    starts = [0]
+    for line in data.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    assert ids[0] == [f"data/a.jsonl@{at}" for i, at in enumerate(starts[:-1]) if i != 10]
+    assert ids[1] == ids[0] and ids[2] == ids[0]

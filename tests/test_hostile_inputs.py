@@ -360,6 +360,11 @@ def write_huge_line_input(path: Path, kind: str, huge: bool) -> int:
     return len(HUGE_OPEN[kind]) + body + len(HUGE_CLOSE[kind])
 
 
+def line_starts(lines: bytes, at: int) -> list[int]:
+    """Where each of these lines starts, if the first starts at `at`."""
+    return [at + sum(map(len, lines.splitlines(True)[:i])) for i in range(lines.count(b"\n"))]
+
+
 def cli_peak_rss(recipe: Path) -> int:
     """`curate run` as a user runs it, in a process of its own: the largest RSS (bytes) of it
     and of every worker it started, as the kernel counts them when they are waited for."""
@@ -387,8 +392,9 @@ def test_one_huge_line_is_skipped_while_streaming(tmp_path: Path, kind: str, fmt
     """Issue 14: a 1 MB .jsonl.gz whose one line decompresses to 1 GiB took a run to 4.2 GB,
     the line being read whole before max_document_bytes (64 MiB by default) applied. A line
     over the bound is skipped as it streams by: the run's peak RSS grows by less than 256 MiB
-    over the same input with an ordinary line there, the line goes to quarantine/ by its file
-    and line number, and the lines after it keep their numbers (ids derived from them)."""
+    over the same input with an ordinary line there, the line goes to quarantine/ by its file,
+    line number and offset, and the lines after it keep their ids (derived from where they
+    start in a plain file, from their numbers in a compressed one)."""
     peaks = {}
     for case in ("ordinary", "huge"):
         folder = tmp_path / case
@@ -397,7 +403,7 @@ def test_one_huge_line_is_skipped_while_streaming(tmp_path: Path, kind: str, fmt
         extra: dict[str, Any] = {"chat": {"shape": "auto"}} if kind == "chat" else {}
         recipe = write_recipe(folder, inputs=["data/*"], stages=[{"normalize": {}}], **extra)
         cfg = yaml.safe_load(recipe.read_text())
-        cfg.pop("id_field")  # ids derived from line numbers: `a.jsonl:22` must stay line 22
+        cfg.pop("id_field")  # derived ids: `a.jsonl.gz:22` must stay line 22
         recipe.write_text(yaml.safe_dump(cfg, sort_keys=False))
         peaks[case] = cli_peak_rss(recipe)
     grown = peaks["huge"] - peaks["ordinary"]
@@ -405,18 +411,19 @@ def test_one_huge_line_is_skipped_while_streaming(tmp_path: Path, kind: str, fmt
           f"an ordinary line {peaks['ordinary'] / 2**20:.0f} MiB")  # fmt: skip
     version = curate.open(tmp_path / "huge" / "out" / "t")
     [row] = version.quarantined().to_pylist()
+    before, after = around_lines(kind, 1), around_lines(kind, HUGE_AROUND + 2)
     assert row == {"file": f"data/a.{fmt}", "line": HUGE_AROUND + 1, "bytes": length,
+                   "offset": len(before),  # in the file, or in the decompressed stream
                    "reason": "document_too_large: over max_document_bytes (67,108,864 bytes)"}  # fmt: skip
     numbers = [*range(1, HUGE_AROUND + 1), *range(HUGE_AROUND + 2, 2 * HUGE_AROUND + 2)]
-    assert sorted(version.to_arrow()["id"].to_pylist()) == sorted(
-        f"data/a.{fmt}:{n}" for n in numbers
-    )
+    starts = [*line_starts(before, 0), *line_starts(after, len(before) + length + 1)]
+    ids = {n: f"data/a.{fmt}@{at}" if fmt == "jsonl" else f"data/a.{fmt}:{n}"
+           for n, at in zip(numbers, starts, strict=True)}  # fmt: skip
+    assert sorted(version.to_arrow()["id"].to_pylist()) == sorted(ids.values())
     if kind == "text":
         texts = dict(zip(version.to_arrow()["id"].to_pylist(),
                          version.to_arrow()["text"].to_pylist(), strict=True))  # fmt: skip
-        assert all(
-            texts[f"data/a.{fmt}:{n}"].endswith(f"line {n} with enough words") for n in numbers
-        )
+        assert all(texts[ids[n]].endswith(f"line {n} with enough words") for n in numbers)
     assert grown < 256 * 2**20, f"peak RSS grew by {grown / 2**20:.0f} MiB"
 
 

@@ -35,7 +35,7 @@ from curate.chat.spec import MESSAGES, ROLES, ChatInput, messages_type
 from curate.io.batches import FieldSpec
 from curate.io.jsonl_scan import invalid_utf8_at
 from curate.io.lines import BOM
-from curate.io.records import derived_ids
+from curate.io.records import LineIds
 
 # what Python's str.isspace() calls whitespace (a test checks), so that `not content.strip()`
 # is one RE2 match over the batch
@@ -48,8 +48,8 @@ _UNCARRIED = [f'"{key}"'.encode() for key in sorted(UNCARRIED)]
 class ArrowChatBlocks:
     """Reads blocks of one partition's lines; `parse` gives the batch or None (fall back)."""
 
-    def __init__(self, name: str, fields: FieldSpec, chat: ChatInput) -> None:
-        self.name, self.fields = name, fields
+    def __init__(self, ids: LineIds, fields: FieldSpec, chat: ChatInput) -> None:
+        self.ids, self.fields = ids, fields
         self.roles = dict(chat.roles)
         id_types: list[pa.DataType | None] = [None]
         if fields.id_field is not None:
@@ -66,13 +66,15 @@ class ArrowChatBlocks:
             and fields.id_field != MESSAGES
         )
 
-    def parse(self, lines: list[tuple[int, bytes]], schema: pa.Schema) -> pa.RecordBatch | None:
-        """The batch of these (number, line) pairs, as the per-line path would make it when
-        it quarantines none of them; else None."""
-        block = b"".join(raw if raw.endswith(b"\n") else raw + b"\n" for _, raw in lines)
+    def parse(
+        self, lines: list[tuple[int, int, bytes]], schema: pa.Schema
+    ) -> pa.RecordBatch | None:
+        """The batch of these (number, offset, line) triples, as the per-line path would make
+        it when it quarantines none of them; else None."""
+        block = b"".join(raw if raw.endswith(b"\n") else raw + b"\n" for _, _, raw in lines)
         if BOM in block or invalid_utf8_at(block) is not None:
             return None
-        if any(raw.lstrip(b" \t\r")[:1] != b"{" for _, raw in lines):
+        if any(raw.lstrip(b" \t\r")[:1] != b"{" for _, _, raw in lines):
             return None
         if any(key in block for key in _UNCARRIED):
             return None
@@ -81,7 +83,7 @@ class ArrowChatBlocks:
             return None
         messages = table.column(MESSAGES).combine_chunks()
         if self.fields.id_field is None:
-            ids = derived_ids(self.name, ":", [number for number, _ in lines])
+            ids = self.ids.array([n for n, _, _ in lines], lambda: [at for _, at, _ in lines])
         else:
             ids = table.column(self.fields.id_field).combine_chunks().cast(pa.string())
         if ids.null_count or messages.null_count:

@@ -2,9 +2,10 @@
 
 Each line is parsed with `json.loads` (C) and mapped by `shapes.to_messages`; a line
 that is not JSON, not an object, or not a possible conversation is quarantined with
-its file, line and reason. The lines come from `curate.io.lines`, as the text reader's
-do (the same partitions, line numbers and bound on a line's length), so ids derived from
-line numbers (`file:line`) are the same as the text reader's.
+its file, line, offset and reason. The lines come from `curate.io.lines`, as the text
+reader's do (the same partitions, line numbers, offsets and bound on a line's length), so
+derived ids (`file@offset` in a plain file, `file:line` in a compressed one) are the same
+as the text reader's.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from curate.chat.shapes import NO_CONVERSATION, NOT_A_LIST, Messages, to_message
 from curate.chat.spec import ChatInput, messages_type
 from curate.errors import CurateError
 from curate.io.batches import FieldSpec, ReadChunk, field_names
-from curate.io.lines import JSONL_FORMATS, Block, LongLine, line_blocks, split_lines
+from curate.io.lines import JSONL_FORMATS, Block, LongLine, line_blocks, line_ids, split_lines
 from curate.io.partitions import Partition
-from curate.io.records import ErrorSink, FieldProblem, type_name
+from curate.io.records import ErrorSink, FieldProblem, LineIds, type_name
 from curate.reasons import (
     CONTENT_SURROGATE,
     DOCUMENT_TOO_LARGE,
@@ -62,33 +63,34 @@ def read_chat_jsonl(
             f"{part.input.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)"
         )
     schema = chat.batch_schema(fields.keep_fields)
-    rows: list[tuple[int, dict[str, Any], Messages, int]] = []
+    ids = line_ids(part)
+    rows: list[_Row] = []
     size = 0
-    fast = ArrowChatBlocks(part.input.name, fields, chat) if ArrowChatBlocks.eligible(
+    fast = ArrowChatBlocks(ids, fields, chat) if ArrowChatBlocks.eligible(
         fields, chat) else None  # fmt: skip
-    pending: list[tuple[int, bytes]] = []  # lines for the fast path, from an empty batch on
+    pending: list[Line] = []  # lines for the fast path, from an empty batch on
     pending_size = 0
 
-    def per_line(number: int, raw: bytes) -> ReadChunk | None:
+    def per_line(number: int, offset: int, raw: bytes) -> ReadChunk | None:
         nonlocal rows, size
         found = _record(raw, fields, chat)
         if isinstance(found, str):
-            sink.bad(number, found, len(raw))
+            sink.bad(number, found, len(raw), offset=offset)
             return None
         if isinstance(found, FieldProblem):
-            sink.bad(number, found.reason, len(raw), fields=found.fields)
+            sink.bad(number, found.reason, len(raw), fields=found.fields, offset=offset)
             return None
-        rows.append((number, found[0], found[1], len(raw)))
+        rows.append((number, offset, found[0], found[1], len(raw)))
         size += len(raw)
         if size < batch_bytes:
             return None
-        chunk = ReadChunk(_batch(rows, part, fields, schema, sink), sink.take())
+        chunk = ReadChunk(_batch(rows, ids, fields, schema, sink), sink.take())
         rows, size = [], 0
         return chunk
 
     misses = 0  # blocks in a row Arrow could not take: after a few, this input is not its kind
 
-    def block(lines: list[tuple[int, bytes]]) -> Iterator[ReadChunk]:
+    def block(lines: list[Line]) -> Iterator[ReadChunk]:
         """The lines as one Arrow batch, or line by line when Arrow cannot take them all:
         the same batches and quarantine either way (curate.chat.arrow_block)."""
         nonlocal fast, misses
@@ -100,17 +102,17 @@ def read_chat_jsonl(
         misses += 1
         if misses >= _MISSES:  # (ShareGPT records under shape: auto, say)
             fast = None
-        for number, raw in lines:
-            if (chunk := per_line(number, raw)) is not None:
+        for number, offset, raw in lines:
+            if (chunk := per_line(number, offset, raw)) is not None:
                 yield chunk
 
     try:
-        for number, raw in _lines(part, sink, batch_bytes, max_line_bytes):
+        for number, offset, raw in _lines(part, sink, batch_bytes, max_line_bytes):
             if fast is None or rows:
-                if (chunk := per_line(number, raw)) is not None:
+                if (chunk := per_line(number, offset, raw)) is not None:
                     yield chunk
                 continue
-            pending.append((number, raw))
+            pending.append((number, offset, raw))
             pending_size += len(raw)
             if pending_size >= batch_bytes:  # where the per-line path would end a batch
                 yield from block(pending)
@@ -119,7 +121,7 @@ def read_chat_jsonl(
             yield from block(pending)
     except OSError as exc:
         raise CurateError(f"{part.input.name} cannot be read: {exc.strerror or exc}") from None
-    batch = _batch(rows, part, fields, schema, sink)
+    batch = _batch(rows, ids, fields, schema, sink)
     quarantined = sink.take()
     if batch.num_rows or quarantined:
         yield ReadChunk(batch, quarantined)
@@ -168,6 +170,11 @@ def lone_surrogate(messages: Messages) -> str | None:
 
 
 _MISSES = 4
+Line = tuple[int, int, bytes]
+"""A line's number (from 1 in its partition), where it starts, and its bytes."""
+_Row = tuple[int, int, dict[str, Any], Messages, int]
+"""A record read by the per-line path: its line's number and offset, the record, its
+messages and its line's length."""
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
 
 
@@ -180,50 +187,53 @@ def _encodable(text: str) -> bool:
 
 
 def _batch(
-    rows: list[tuple[int, dict[str, Any], Messages, int]],
-    part: Partition,
-    fields: FieldSpec,
-    schema: pa.Schema,
-    sink: ErrorSink,
+    rows: list[_Row], line_ids: LineIds, fields: FieldSpec, schema: pa.Schema, sink: ErrorSink
 ) -> pa.RecordBatch:
     kept = list(rows)
     columns: dict[str, list[Any]] = {}
     for name, dtype in fields.keep_fields.items():
         good = []
-        for number, record, _, nbytes in kept:
+        for row in kept:
+            number, offset, record, _, nbytes = row
             try:
                 pa.scalar(record.get(name), dtype)
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError):
-                sink.bad(number, FIELD_CAST(field=name, type=type_name(dtype)), nbytes)
+                reason = FIELD_CAST(field=name, type=type_name(dtype))
+                sink.bad(number, reason, nbytes, offset=offset)
                 continue
-            good.append((number, record, _, nbytes))
+            good.append(row)
         kept = good
     for name in fields.keep_fields:
-        columns[name] = [record.get(name) for _, record, _, _ in kept]
+        columns[name] = [record.get(name) for _, _, record, _, _ in kept]
     if fields.id_field is None:
-        ids = [f"{part.input.name}:{number}" for number, _, _, _ in kept]
+        ids = [line_ids.one(number, offset) for number, offset, _, _, _ in kept]
     else:
-        ids = [str(record[fields.id_field]) for _, record, _, _ in kept]
-    arrays = [pa.array(ids, pa.string()), messages_array([m for _, _, m, _ in kept])]
+        ids = [str(record[fields.id_field]) for _, _, record, _, _ in kept]
+    arrays = [pa.array(ids, pa.string()), messages_array([m for _, _, _, m, _ in kept])]
     arrays += [pa.array(columns[n], t) for n, t in fields.keep_fields.items()]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 def _lines(
     part: Partition, sink: ErrorSink, batch_bytes: int, max_line_bytes: int | None
-) -> Iterator[tuple[int, bytes]]:
-    """(line number, line with its newline) for the non-blank lines this partition owns;
-    a line over max_line_bytes is set aside unread, as the text reader does."""
-    number = part.first_line
+) -> Iterator[Line]:
+    """(line number from 1, where it starts, line with its newline) for the non-blank lines
+    this partition owns; a line over max_line_bytes is set aside unread, as the text reader
+    does."""
+    number = 1
     for event in line_blocks(part, batch_bytes, max_line_bytes):
         if isinstance(event, Block):
+            offset = event.offset
             for raw in split_lines(event.data):
                 if raw.strip():
-                    yield number, raw
+                    yield number, offset, raw
                 number += 1
+                offset += len(raw)
         elif isinstance(event, LongLine):
-            sink.bad(number, DOCUMENT_TOO_LARGE(limit=max_line_bytes), event.nbytes)
+            reason = DOCUMENT_TOO_LARGE(limit=max_line_bytes)
+            sink.bad(number, reason, event.nbytes, offset=event.offset)
             number += 1
         else:  # a cut or damaged stream: what it held of its last line is lost
-            sink.bad(None, event.reason, event.partial_bytes or event.lost_bytes)
+            nbytes = event.partial_bytes or event.lost_bytes
+            sink.bad(None, event.reason, nbytes, offset=event.offset)
             return

@@ -68,6 +68,9 @@ class QuarantineRecord:
     fields: tuple[str, ...] | None = None
     """When a field was missing or of the wrong type: the names of the fields the record did
     have (never values), for the message that says a setting is wrong. Not written out."""
+    offset: int | None = None
+    """Where a JSONL line starts: in the file (plain JSONL, as in its records' derived ids),
+    in the decompressed stream (.gz, .zst); None for other inputs."""
 
 
 FIELD_NAMES_KEPT = 20
@@ -91,6 +94,7 @@ QUARANTINE_SCHEMA = pa.schema(
         pa.field("line", pa.int64()),
         pa.field("reason", pa.string()),
         pa.field("bytes", pa.int64()),
+        pa.field("offset", pa.int64()),
     ]
 )
 
@@ -102,6 +106,7 @@ def quarantine_table(records: list[QuarantineRecord]) -> pa.Table:
             "line": [r.line for r in records],
             "reason": [r.reason for r in records],
             "bytes": [r.nbytes for r in records],
+            "offset": [r.offset for r in records],
         },
         schema=QUARANTINE_SCHEMA,
     )

@@ -31,7 +31,7 @@ from curate.io.batches import FieldSpec
 from curate.io.jsonl_judge import LineJudge
 from curate.io.jsonl_scan import Lines, invalid_utf8_at, scan
 from curate.io.lines import BOM
-from curate.io.records import ErrorSink, derived_ids, empty_batch, type_name
+from curate.io.records import ErrorSink, LineIds, empty_batch, type_name
 
 _ROW = re.compile(r" in row (\d+)$")
 _MAX_HOPS = 16  # bad lines located per block before the rest is judged line by line
@@ -40,11 +40,11 @@ _MAX_HOPS = 16  # bad lines located per block before the rest is judged line by 
 class BlockParser:
     """Parses blocks of one JSONL input for one FieldSpec."""
 
-    def __init__(self, name: str, fields: FieldSpec, sink: ErrorSink, use_threads: bool) -> None:
-        self.name, self.fields = name, fields
+    def __init__(self, ids: LineIds, fields: FieldSpec, sink: ErrorSink, use_threads: bool) -> None:
+        self.ids, self.fields = ids, fields
         self.use_threads = use_threads
         self.schema = fields.schema()
-        self.judge = LineJudge(name, fields, sink)
+        self.judge = LineJudge(ids, fields, sink)
         text, id_field, keep = fields.text_field, fields.id_field, fields.keep_fields
         if text in keep and keep[text] != pa.string():
             raise CurateError(
@@ -64,9 +64,10 @@ class BlockParser:
             self._id_types = [pa.string(), pa.int64()]
         self._fixed = fixed
 
-    def parse(self, block: bytes, first_line: int) -> tuple[pa.RecordBatch, int]:
-        """The documents of `block` (whole lines, the first numbered first_line), and its lines."""
-        lines = scan(block, first_line)
+    def parse(self, block: bytes, first_line: int, offset: int) -> tuple[pa.RecordBatch, int]:
+        """The documents of `block` (whole lines, the first numbered first_line, starting at
+        `offset` in the input), and its lines."""
+        lines = scan(block, first_line, offset)
         pieces: list[pa.RecordBatch] = []
         start = lines.first
         part = lines
@@ -83,7 +84,7 @@ class BlockParser:
                 head = lines.span(start, bad)
                 fast = self._settle(head, self._attempt(head))
                 pieces.append(fast if isinstance(fast, pa.RecordBatch) else self._judge(head))
-            pieces.append(self.judge.judge([lines.raw(bad)], bad))
+            pieces.append(self.judge.judge([lines.raw(bad)], bad, lines.where(bad)))
             start = bad + 1
             if start >= lines.end:
                 break
@@ -99,12 +100,12 @@ class BlockParser:
         if not isinstance(result, _Partial):
             return result
         for number in result.bad:
-            judged = self.judge.judge([lines.raw(number)], number)
+            judged = self.judge.judge([lines.raw(number)], number, lines.where(number))
             assert judged.num_rows == 0, "a line Arrow read without text or id was accepted"
         return result.batch
 
     def _judge(self, lines: Lines) -> pa.RecordBatch:
-        return self.judge.judge(lines.split(), lines.first)
+        return self.judge.judge(lines.split(), lines.first, lines.base)
 
     def _attempt(self, lines: Lines) -> pa.RecordBatch | _Partial | int | None:
         """The block's batch; or its good rows and the lines with no text or id; or the number
@@ -127,7 +128,7 @@ class BlockParser:
         fields = self.fields
         text = table.column(fields.text_field).combine_chunks()
         if fields.id_field is None:
-            ids = derived_ids(self.name, ":", numbers)
+            ids = self.ids.array(numbers, lambda: lines.starts(numbers))
         else:
             ids = table.column(fields.id_field).combine_chunks().cast(pa.string())
         arrays = [ids, text] + [table.column(f).combine_chunks() for f in fields.keep_fields]

@@ -18,7 +18,15 @@ import pyarrow.json as pj
 
 from curate.io.batches import FieldSpec, field_names
 from curate.io.jsonl_scan import WS
-from curate.io.records import ErrorSink, FieldProblem, empty_batch, kind, split_good, type_name
+from curate.io.records import (
+    ErrorSink,
+    FieldProblem,
+    LineIds,
+    empty_batch,
+    kind,
+    split_good,
+    type_name,
+)
 from curate.reasons import (
     ARROW_OTHER,
     ARROW_ROWS,
@@ -41,37 +49,43 @@ _MISSING = object()
 class LineJudge:
     """Reads lines one by one for one input and FieldSpec, reporting the bad ones to a sink."""
 
-    def __init__(self, name: str, fields: FieldSpec, sink: ErrorSink) -> None:
-        self.name, self.fields, self.sink = name, fields, sink
+    def __init__(self, ids: LineIds, fields: FieldSpec, sink: ErrorSink) -> None:
+        self.ids, self.fields, self.sink = ids, fields, sink
         self.schema = fields.schema()
         self._keep_schema = pa.schema(list(fields.keep_fields.items()))
 
-    def judge(self, lines: list[bytes], first_line: int) -> pa.RecordBatch:
+    def judge(self, lines: list[bytes], first_line: int, offset: int) -> pa.RecordBatch:
+        """Consecutive lines (without their newlines), the first numbered first_line and
+        starting at `offset` in the input."""
         raws: list[bytes] = []
         numbers: list[int] = []
+        offsets: list[int] = []
         ids: list[str] = []
         texts: list[str] = []
+        next_at = offset
         for i, raw in enumerate(lines):
+            at, next_at = next_at, next_at + len(raw) + 1
             if not raw.strip(WS):
                 continue
             number = first_line + i
             result = self._check(raw)
             if isinstance(result, str):
-                self.sink.bad(number, result, len(raw))
+                self.sink.bad(number, result, len(raw), offset=at)
                 continue
             if isinstance(result, FieldProblem):
-                self.sink.bad(number, result.reason, len(raw), fields=result.fields)
+                self.sink.bad(number, result.reason, len(raw), fields=result.fields, offset=at)
                 continue
             doc_id, text = result
             raws.append(raw)
             numbers.append(number)
-            ids.append(doc_id if doc_id is not None else f"{self.name}:{number}")
+            offsets.append(at)
+            ids.append(doc_id if doc_id is not None else self.ids.one(number, at))
             texts.append(text)
         good, failing = split_good(len(raws), lambda lo, hi: self._reparse(raws[lo:hi]))
         for j in failing:
             reason = self._arrow_reason(raws[j])
             fields = field_names(json.loads(raws[j])) if reason.startswith("field ") else None
-            self.sink.bad(numbers[j], reason, len(raws[j]), fields=fields)
+            self.sink.bad(numbers[j], reason, len(raws[j]), fields=fields, offset=offsets[j])
         if not good:
             return empty_batch(self.schema)
         keep = pa.concat_tables([table for _, _, table in good])

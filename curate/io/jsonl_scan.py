@@ -24,10 +24,11 @@ class Lines:
 
     block: bytes
     first: int  # number of the block's first line
+    base: int  # where the block starts in its input (a byte offset)
     count: int
     numbers: Sequence[int]  # numbers of the non-blank lines
     odd: int | None  # number of the first non-blank line not starting with `{`, if any
-    _newlines: Any = None  # numpy array of the positions of b"\n", computed when needed
+    _newlines: Any  # numpy array of the positions of b"\n"
 
     @property
     def end(self) -> int:
@@ -35,17 +36,24 @@ class Lines:
         return self.first + self.count
 
     def offset(self, number: int) -> int:
-        """Where line `number` starts (the block's length for the line after the block)."""
-        if self._newlines is None:
-            import numpy as np
-
-            self._newlines = np.flatnonzero(np.frombuffer(self.block, np.uint8) == 10)
+        """Where line `number` starts in the block (its length for the line after the block)."""
         i = number - self.first
         if i <= 0:
             return 0
         if i > len(self._newlines):
             return len(self.block)
         return int(self._newlines[i - 1]) + 1
+
+    def where(self, number: int) -> int:
+        """Where line `number` starts in the input."""
+        return self.base + self.offset(number)
+
+    def starts(self, numbers: Sequence[int]) -> Any:
+        """Where each of these lines starts in the input, as a numpy array."""
+        import numpy as np
+
+        firsts = np.concatenate(([0], self._newlines + 1))
+        return self.base + firsts[np.asarray(numbers, np.int64) - self.first]
 
     def raw(self, number: int) -> bytes:
         """One line without its newline."""
@@ -54,7 +62,8 @@ class Lines:
 
     def span(self, start: int, stop: int) -> Lines:
         """Lines start..stop-1 as a block of their own."""
-        return scan(self.block[self.offset(start) : self.offset(stop)], start)
+        at = self.offset(start)
+        return scan(self.block[at : self.offset(stop)], start, self.base + at)
 
     def split(self) -> list[bytes]:
         lines = self.block.split(b"\n")
@@ -63,7 +72,7 @@ class Lines:
         return lines
 
 
-def scan(block: bytes, first: int) -> Lines:
+def scan(block: bytes, first: int, base: int) -> Lines:
     import numpy as np
 
     data = np.frombuffer(block, np.uint8)
@@ -72,7 +81,7 @@ def scan(block: bytes, first: int) -> Lines:
     starts = data[newlines[newlines + 1 < len(data)] + 1]
     # the common case: the block starts with `{` and so does every line after a newline
     if block[:1] == b"{" and bool((starts == 123).all()):
-        return Lines(block, first, count, range(first, first + count), None, newlines)
+        return Lines(block, first, base, count, range(first, first + count), None, newlines)
     numbers = []
     odd = None
     for i, line in enumerate(block.split(b"\n")[:count]):
@@ -81,7 +90,7 @@ def scan(block: bytes, first: int) -> Lines:
             numbers.append(first + i)
             if odd is None and not content.startswith(b"{"):
                 odd = first + i
-    return Lines(block, first, count, numbers, odd, newlines)
+    return Lines(block, first, base, count, numbers, odd, newlines)
 
 
 def invalid_utf8_at(block: bytes) -> int | None:

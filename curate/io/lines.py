@@ -14,6 +14,8 @@ seen to be too long, what was kept of it is dropped and the rest is only scanned
 its end, and a `LongLine` takes its place. Line numbers are the reader's to count (the
 text reader counts a block's lines as it parses it; counting here would cost a second
 pass over every byte): a `LongLine` is one line, a `Broken` comes where a line starts.
+Each event says where it starts (`offset`: in the file for plain JSONL, in the
+decompressed stream for a compressed one), which names a plain file's derived ids.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import BinaryIO
 
 from curate.io.compressed import StreamBroken, decompressed
 from curate.io.partitions import Partition
+from curate.io.records import LineIds
 
 BOM = b"\xef\xbb\xbf"
 """The UTF-8 byte-order mark: dropped at the start of an input (a JSONL file, a text file)."""
@@ -39,6 +42,7 @@ class Block:
     """Whole lines, each ending in a newline (the input's last line may not)."""
 
     data: bytes
+    offset: int  # where data[0] is (after a byte-order mark, which is not in data)
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,7 @@ class LongLine:
     """A line over the bound, not read: its length in bytes, without the newline."""
 
     nbytes: int
+    offset: int  # where the line starts
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,7 @@ class Broken:
     reason: str
     lost_bytes: int  # compressed bytes that could not be decoded
     partial_bytes: int  # bytes of the unfinished line the stream ended in
+    offset: int  # where that line starts
 
 
 Event = Block | LongLine | Broken
@@ -70,6 +76,11 @@ def line_blocks(
     return _stream(part.input.path, part.input.format, batch_bytes, limit)
 
 
+def line_ids(part: Partition) -> LineIds:
+    """How the partition's records without an id are named: by offset in a plain file."""
+    return LineIds(part.input.name, by_offset=part.input.format == "jsonl")
+
+
 def split_lines(data: bytes) -> Iterator[bytes]:
     """A block's lines, each with its newline (the last one may have none)."""
     start = 0
@@ -82,13 +93,13 @@ def split_lines(data: bytes) -> Iterator[bytes]:
 
 def _range(path: str, start: int, stop: int, batch_bytes: int, limit: int) -> Iterator[Event]:
     """A byte range of a plain file, cut at every read that holds a newline."""
-    cutter = _Cutter(limit, min_block=0, bom=start == 0)
     with open(path, "rb") as f:
         if start > 0:
             f.seek(start - 1)
             if f.read(1) != b"\n":  # start is inside a line: it belongs to the previous range
                 _skip_line(f)
         pos = f.tell()
+        cutter = _Cutter(limit, min_block=0, bom=start == 0, offset=pos)
         while pos < stop:
             chunk = f.read(min(batch_bytes, stop - pos))
             if not chunk:
@@ -114,7 +125,7 @@ def _skip_line(f: BinaryIO) -> None:
 
 def _stream(path: str, fmt: str, batch_bytes: int, limit: int) -> Iterator[Event]:
     """A whole compressed file, cut once batch_bytes are held and a piece brings a newline."""
-    cutter = _Cutter(limit, min_block=batch_bytes, bom=True)
+    cutter = _Cutter(limit, min_block=batch_bytes, bom=True, offset=0)
     try:
         for piece in decompressed(path, fmt):
             yield from cutter.feed(piece)
@@ -131,8 +142,9 @@ class _Cutter:
     bytes are held: the whole lines held, up to that piece's last newline.
     """
 
-    def __init__(self, limit: int, min_block: int, bom: bool) -> None:
+    def __init__(self, limit: int, min_block: int, bom: bool, offset: int) -> None:
         self.limit = limit
+        self.offset = offset  # where the first byte held (or the line being skipped) is
         self.min_block = min_block
         self.bom = bom  # the input's first bytes are still to come: a BOM there is dropped
         self.whole: list[bytes | memoryview] = []  # whole lines held
@@ -187,7 +199,7 @@ class _Cutter:
         partial = self.skipped if self.skipped >= 0 else self.tail_bytes
         yield from self._block()
         self.bom = False
-        yield Broken(reason, lost_bytes, partial)
+        yield Broken(reason, lost_bytes, partial, self.offset)
 
     def _take(self, piece: bytes, at: int) -> Iterator[Event]:
         """A piece (from `at`) with no line over the limit: held, and cut as before."""
@@ -216,16 +228,21 @@ class _Cutter:
             data = b"".join(self.whole)
         self.whole = []
         self.held -= len(data)
+        offset = self.offset
+        self.offset += len(data)
         if self.bom:
             self.bom = False
             if data.startswith(BOM):
                 data = data[len(BOM) :]
-        yield Block(data)
+                offset += len(BOM)
+        yield Block(data, offset)
 
     def _long(self, nbytes: int) -> Iterator[Event]:
         self.skipped = -1
         self.bom = False
-        yield LongLine(nbytes)
+        offset = self.offset
+        self.offset += nbytes + 1  # and its newline (if it ran to the end, nothing follows)
+        yield LongLine(nbytes, offset)
 
 
 def _long_line(data: bytes, at: int, limit: int, held: int) -> int | None:

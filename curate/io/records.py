@@ -9,7 +9,7 @@ number of bad records rather than the size of the batch.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
 import pyarrow as pa
@@ -38,14 +38,21 @@ class ErrorSink:
 
     Records are released per chunk in line order, so with on_error="fail" the error
     names the earliest bad record of the block being read, whichever check found it.
+    JSONL readers number a partition's lines from 1; `lines_before` says how many lines
+    come before the partition, and is asked (once: it may count them) only when a record
+    is released, so a clean partition never counts the lines of its file.
     """
 
-    def __init__(self, file: str, on_error: str) -> None:
+    def __init__(
+        self, file: str, on_error: str, lines_before: Callable[[], int] | None = None
+    ) -> None:
         if on_error not in ON_ERROR:
             raise ValueError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
         self.file = file
         self.fail = on_error == "fail"
         self._records: list[QuarantineRecord] = []
+        self._lines_before = lines_before
+        self._shift: int | None = None
 
     def bad(
         self,
@@ -54,18 +61,47 @@ class ErrorSink:
         nbytes: int = 0,
         file: str | None = None,
         fields: tuple[str, ...] | None = None,
+        offset: int | None = None,
     ) -> None:
-        """`fields`: for a missing field or a wrong type, the names of the fields the record had."""
-        self._records.append(QuarantineRecord(file or self.file, line, reason, nbytes, fields))
+        """`fields`: for a missing field or a wrong type, the names of the fields the record had;
+        `offset`: where its line starts (JSONL)."""
+        record = QuarantineRecord(file or self.file, line, reason, nbytes, fields, offset)
+        self._records.append(record)
 
     def take(self) -> list[QuarantineRecord]:
         records = sorted(self._records, key=lambda r: -1 if r.line is None else r.line)
         self._records = []
+        if records and self._lines_before is not None:
+            if self._shift is None:
+                self._shift = self._lines_before()
+            if shift := self._shift:
+                records = [replace(r, line=r.line + shift) if r.line else r for r in records]
         if self.fail and records:
             first = records[0]
             where = first.file if first.line is None else f"{first.file}:{first.line}"
             raise CurateError(f"{where}: {first.reason} ({FAIL_HINT})")
         return records
+
+
+@dataclass(frozen=True)
+class LineIds:
+    """How JSONL records without an id field are named: `name@offset`, by where the line
+    starts, in a plain file (the same however the file is split, and found without
+    counting lines); `name:line` in a compressed one, which is read whole from its start."""
+
+    name: str
+    by_offset: bool
+
+    @property
+    def sep(self) -> str:
+        return "@" if self.by_offset else ":"
+
+    def one(self, number: int, offset: int) -> str:
+        return f"{self.name}{self.sep}{offset if self.by_offset else number}"
+
+    def array(self, numbers: Sequence[int], offsets: Callable[[], Sequence[int]]) -> pa.Array:
+        """The ids of lines `numbers`; `offsets` gives where they start (asked only if needed)."""
+        return derived_ids(self.name, self.sep, offsets() if self.by_offset else numbers)
 
 
 def derived_ids(name: str, sep: str, numbers: Sequence[int]) -> pa.Array:

@@ -154,9 +154,33 @@ def test_long_lines_at_a_partition_end_at_the_file_end_and_begun_before_a_start(
     parts = partitions(tmp_path, "a.jsonl", data, 1000)
     assert [p.stop for p in parts] == [5003, len(data)]  # the 5000-byte line ends the first
     got = [e for part in parts for e in blocks(part, 100, 1000)]
-    assert got == [b"a\n", LongLine(5000), b"b\n", LongLine(3000)]
+    assert got == [b"a\n", LongLine(5000, 2), b"b\n", LongLine(3000, 5005)]
     inside = dataclasses.replace(parts[0], start=10, stop=len(data))  # starts mid-line
-    assert blocks(inside, 100, 1000) == [b"b\n", LongLine(3000)]
+    assert blocks(inside, 100, 1000) == [b"b\n", LongLine(3000, 5005)]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_every_event_says_where_it_starts(tmp_path: Path, seed: int) -> None:
+    """In the file for plain JSONL, in the decompressed stream otherwise: a block's bytes are
+    there (after a BOM), a long line starts there, a broken stream's last line starts there."""
+    rng = random.Random(seed)
+    data = b"\n".join(random_lines(rng, 200, rng.choice([20, 300, 3000])))
+    data = (BOM if seed % 2 == 0 else b"") + data + (b"\n" if seed % 3 else b"")
+    limit = rng.choice([None, 200, 2000])
+    cases = [(p, data) for p in partitions(tmp_path, "a.jsonl", data, rng.choice([700, 10**6]))]
+    blob = gzip.compress(data)
+    cases += [(partitions(tmp_path, "b.jsonl.gz", blob[: -rng.randint(0, 30)], 10**6)[0], data)]
+    for part, stream in cases:
+        for event in line_blocks(part, rng.choice([1, 100, 5000]), limit):
+            if isinstance(event, Block):
+                assert stream[event.offset : event.offset + len(event.data)] == event.data
+                assert event.offset in (0, len(BOM)) or stream[event.offset - 1] == ord("\n")
+            elif isinstance(event, LongLine):
+                line = stream[event.offset :].split(b"\n", 1)[0]
+                assert len(line) == event.nbytes
+                assert event.offset == 0 or stream[event.offset - 1] == ord("\n")
+            else:
+                assert event.offset == 0 or stream[event.offset - 1] == ord("\n")
 
 
 def test_a_stream_broken_inside_a_long_line(tmp_path: Path) -> None:

@@ -58,7 +58,11 @@ def test_small_and_compressed_files_are_one_partition(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("target", [1, 37, 500, 4096, 20_000])
-def test_split_jsonl_reads_every_line_once_with_its_number(tmp_path: Path, target: int) -> None:
+def test_split_jsonl_reads_every_line_once_with_its_number_and_offset(
+    tmp_path: Path, target: int
+) -> None:
+    """Ids are where lines start, quarantined lines say their number and offset, however the
+    file is split (the line numbers of a later partition are counted when it needs them)."""
     lines = jsonl_lines(300, seed=target)
     data = b"\n".join(lines)  # no newline at the end of the file
     (tmp_path / "a.jsonl").write_bytes(data)
@@ -69,14 +73,19 @@ def test_split_jsonl_reads_every_line_once_with_its_number(tmp_path: Path, targe
     assert starts[0] == 0 and parts[-1].stop == len(data)
     for prev, part in itertools.pairwise(parts):
         assert prev.stop == part.start and data[part.start - 1 : part.start] == b"\n"
-        assert part.first_line == data[: part.start].count(b"\n") + 1
     fields = FieldSpec(keep_fields={"n": pa.int64()})
     whole = plan_partitions(found, 10**9)
     assert read_all(parts, fields) == read_all(whole, fields)
     rows, bad = read_all(parts, fields)
-    expected = [i + 1 for i, line in enumerate(lines) if line.startswith(b'{"text": "')]
-    assert [r["id"] for r in rows] == [f"a.jsonl:{n}" for n in expected]
-    assert [line for line, _ in bad] == [i + 1 for i, x in enumerate(lines) if x == b'{"text": 5}']
+    starts = [0, *itertools.accumulate(len(line) + 1 for line in lines)]
+    expected = [starts[i] for i, line in enumerate(lines) if line.startswith(b'{"text": "')]
+    assert [r["id"] for r in rows] == [f"a.jsonl@{at}" for at in expected]
+    bad_lines = [i for i, x in enumerate(lines) if x == b'{"text": 5}']
+    assert [line for line, _ in bad] == [i + 1 for i in bad_lines]
+    offsets = [
+        q.offset for part in parts for c in read_partition(part, fields) for q in c.quarantined
+    ]
+    assert offsets == [starts[i] for i in bad_lines]
 
 
 def test_partitions_cut_anywhere_still_read_each_line_once(tmp_path: Path) -> None:
@@ -87,10 +96,7 @@ def test_partitions_cut_anywhere_still_read_each_line_once(tmp_path: Path) -> No
     inp = discover_inputs(["a.jsonl"], tmp_path)[0]
     rng = random.Random(7)
     cuts = sorted({0, len(data), *(rng.randrange(len(data)) for _ in range(15))})
-    parts = []
-    for i, (a, b) in enumerate(itertools.pairwise(cuts)):
-        first = data[:a].count(b"\n") + (1 if a == 0 or data[a - 1 : a] == b"\n" else 2)
-        parts.append(Partition(i, inp, a, b, first_line=first))
+    parts = [Partition(i, inp, a, b) for i, (a, b) in enumerate(itertools.pairwise(cuts))]
     fields = FieldSpec()
     whole = [Partition(0, inp, 0, len(data))]
     assert read_all(parts, fields, batch_bytes=300) == read_all(whole, fields)

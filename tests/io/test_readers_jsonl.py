@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 from pathlib import Path
@@ -43,14 +44,15 @@ def lines(*records: object) -> bytes:
     )
 
 
-def test_derived_ids_are_physical_line_numbers(tmp_path: Path) -> None:
+def test_derived_ids_are_where_lines_start(tmp_path: Path) -> None:
     data = lines({"text": "a"}, b"", b"  \t ", {"text": "b"}, b"\r", {"text": "c"})
     rows, bad = read(tmp_path, data)
     assert rows == [
-        {"id": "a.jsonl:1", "text": "a"},
-        {"id": "a.jsonl:4", "text": "b"},
-        {"id": "a.jsonl:6", "text": "c"},
+        {"id": "a.jsonl@0", "text": "a"},
+        {"id": "a.jsonl@20", "text": "b"},
+        {"id": "a.jsonl@36", "text": "c"},
     ]
+    assert [data.index(b'{"text": "%s"}' % t) for t in (b"b", b"c")] == [20, 36]
     assert bad == []
 
 
@@ -122,10 +124,11 @@ def test_bad_record_is_quarantined_with_line_and_size_not_content(
     good = {"text": "fine", "n": 1}
     data = lines(good, line, good)
     rows, bad = read(tmp_path, data, FieldSpec(keep_fields=KEEP))
-    assert [r["id"] for r in rows] == ["a.jsonl:1", "a.jsonl:3"]
+    second = len(lines(good))
+    assert [r["id"] for r in rows] == ["a.jsonl@0", f"a.jsonl@{second + len(line) + 1}"]
     assert len(bad) == 1
     q = bad[0]
-    assert (q.file, q.line, q.nbytes) == ("a.jsonl", 2, len(line))
+    assert (q.file, q.line, q.nbytes, q.offset) == ("a.jsonl", 2, len(line), second)
     assert q.reason.startswith(reason)
     assert "SECRET" not in q.reason and "caf" not in q.reason
 
@@ -164,11 +167,12 @@ def test_id_problems(tmp_path: Path) -> None:
 def test_bom_at_start_crlf_and_no_final_newline(tmp_path: Path) -> None:
     data = b'\xef\xbb\xbf{"text": "first"}\r\n\r\n{"text": "second\\r\\n"}\r\n{"text": "last"}'
     rows, bad = read(tmp_path, data)
-    assert rows == [
-        {"id": "a.jsonl:1", "text": "first"},
-        {"id": "a.jsonl:3", "text": "second\r\n"},
-        {"id": "a.jsonl:4", "text": "last"},
+    assert rows == [  # the first line's bytes start after the byte-order mark
+        {"id": "a.jsonl@3", "text": "first"},
+        {"id": "a.jsonl@24", "text": "second\r\n"},
+        {"id": "a.jsonl@48", "text": "last"},
     ]
+    assert [data.index(b'{"text": "%s' % t) for t in (b"second", b"last")] == [24, 48]
     assert bad == []
 
 
@@ -190,7 +194,8 @@ def test_batches_respect_batch_bytes_and_keep_order(tmp_path: Path) -> None:
     assert len(chunks) > 10
     assert all(c.batch.num_rows < 60 for c in chunks)
     ids = [i for c in chunks for i in c.batch.column("id").to_pylist()]
-    assert ids == [f"a.jsonl:{i + 1}" for i in range(500)]
+    starts = [0, *itertools.accumulate(len(line) for line in data.splitlines(keepends=True))]
+    assert ids == [f"a.jsonl@{at}" for at in starts[:500]]
 
 
 def test_a_line_longer_than_batch_bytes(tmp_path: Path) -> None:
@@ -282,9 +287,11 @@ def test_null_texts_are_set_aside_without_judging_the_whole_block(
     judged: list[int] = []
     real = jsonl_judge.LineJudge.judge
 
-    def spy(self: jsonl_judge.LineJudge, raws: list[bytes], first: int) -> pa.RecordBatch:
+    def spy(
+        self: jsonl_judge.LineJudge, raws: list[bytes], first: int, offset: int
+    ) -> pa.RecordBatch:
         judged.append(len(raws))
-        return real(self, raws, first)
+        return real(self, raws, first, offset)
 
     monkeypatch.setattr(jsonl_judge.LineJudge, "judge", spy)
     records = [{"text": None if i % 10 == 0 else f"t{i}"} for i in range(1000)]
@@ -346,12 +353,13 @@ def test_random_damage_is_judged_line_by_line(
     assert repr((rows, bad)) == repr(threaded)
     alone_rows: list[dict] = []
     alone_bad = []
+    starts = [0, *itertools.accumulate(len(line) + 1 for line in damaged)]
     for i, line in enumerate(damaged):
         r, b = read(tmp_path, b"{}\n" + line + b"\n", fields)  # line 2: no file-start BOM
         for row in r:
             if id_field is None:
-                row["id"] = f"a.jsonl:{i + 1}"
+                row["id"] = f"a.jsonl@{starts[i]}"
         alone_rows += r
-        alone_bad += [(i + 1, q.reason, q.nbytes) for q in b if q.line == 2]
+        alone_bad += [(i + 1, q.reason, q.nbytes, starts[i]) for q in b if q.line == 2]
     assert repr(alone_rows) == repr(rows)
-    assert alone_bad == [(q.line, q.reason, q.nbytes) for q in bad]
+    assert alone_bad == [(q.line, q.reason, q.nbytes, q.offset) for q in bad]
