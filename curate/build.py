@@ -214,9 +214,10 @@ class Build:
     ) -> Version:
         r, stages = self.recipe, self.stages
         out = job.staging.out
+        keys = [_key(p) for p in job.partitions]
         final = merged_shards(
             job.staging.root,
-            [(_key(job.partitions[rec.partition]), rec.files.shards) for rec in result.records[-1]],
+            [(keys[rec.partition], rec.files.shards) for rec in result.records[-1]],
             r.output.shard_size,
             fsync=r.output.fsync,
             file_mode=int(r.output.file_mode, 8),
@@ -235,7 +236,7 @@ class Build:
         for name in split_names:
             if not any(s.split == name for s in shards):
                 shards.append(_empty_shard(out, job.settings.final_schema, name))
-        side = _collect_side_outputs(result.records, job.staging, r.output.rejected)
+        side = _collect_side_outputs(result.records, job.staging, keys, r)
         counts = accounting.count_documents(stages, result.records, tails)
         reconcile(counts)
         mark("publish")
@@ -319,20 +320,33 @@ def _staged_tails(
 
 
 def _collect_side_outputs(
-    records: list[list[PartitionRecord]], staging: Staging, rejected: bool
+    records: list[list[PartitionRecord]],
+    staging: Staging,
+    keys: list[str],
+    recipe: Recipe,
 ) -> dict[str, list[FileRecord]]:
-    """Move each pass's rejected and quarantine files into the version, in a stable order."""
+    """Move each pass's rejected and quarantine files into the version, in a stable order:
+    pass by pass, partitions in input order, small ones merged in key-fixed groups as
+    shards are (a run of thousands of partitions would otherwise leave as many files)."""
+    out = recipe.output
     side: dict[str, list[FileRecord]] = {"rejected": [], "quarantine": []}
     for k, pass_records in enumerate(records):
-        for record in pass_records:
-            for key, files in (("rejected", record.files.rejected),
-                               ("quarantine", record.files.quarantine)):  # fmt: skip
-                if key == "rejected" and not rejected:
-                    continue
-                for info in files:
-                    name = published_side_name(k, info["path"])
-                    target = staging.out / key / name
-                    target.parent.mkdir(exist_ok=True)
-                    os.replace(staging.root / info["path"], target)
-                    side[key].append(FileRecord(**(info | {"path": f"{key}/{name}"})))
+        for kind in ("rejected", "quarantine"):
+            if kind == "rejected" and not out.rejected:
+                continue
+            files = merged_shards(
+                staging.root,
+                [(keys[rec.partition], getattr(rec.files, kind)) for rec in pass_records],
+                out.shard_size,
+                fsync=out.fsync,
+                file_mode=int(out.file_mode, 8),
+                prefix=f"{kind}-group",
+                record=f"merges-pass{k}-{kind}.json",
+            )
+            for info in files:
+                name = published_side_name(k, info["path"])
+                target = staging.out / kind / name
+                target.parent.mkdir(exist_ok=True)
+                os.replace(staging.root / info["path"], target)
+                side[kind].append(FileRecord(**(info | {"path": f"{kind}/{name}"})))
     return side

@@ -41,16 +41,20 @@ def merged_shards(
     *,
     fsync: bool,
     file_mode: int,
+    prefix: str = "group",
+    record: str = MERGES,
 ) -> list[FileInfo]:
     """The final shards of a run in order, small partitions' shards merged by group.
 
     `parts` is each partition's key and final-pass shards, in input order; the shards of
-    each split are grouped apart (a merged shard belongs to one split).
+    each split are grouped apart (a merged shard belongs to one split). Side outputs
+    (rejected, quarantine) merge the same way, each kind and pass with its own `prefix`
+    and `record` file.
     """
-    plan = _plan(parts, shard_bytes)
+    plan = _plan(parts, shard_bytes, prefix)
     if not plan:
         return [s for _, shards in parts for s in shards]
-    written = _recorded(root, plan)
+    written = _recorded(root / record, root, plan)
     if written is None:
         written = []
         for target, members in plan:
@@ -62,7 +66,7 @@ def merged_shards(
         ]
         text = json.dumps({"format": 1, "merged": merged}, indent=1, sort_keys=True) + "\n"
         with Folder(os.open(root, os.O_RDONLY | os.O_DIRECTORY), root) as folder:
-            folder.write_atomic(MERGES, text, file_mode, fsync=fsync)
+            folder.write_atomic(record, text, file_mode, fsync=fsync)
     for _, members in plan:
         mark("merge")
         for m in members:
@@ -82,7 +86,7 @@ def merged_shards(
 
 
 def _plan(
-    parts: Sequence[tuple[str, list[FileInfo]]], shard_bytes: int
+    parts: Sequence[tuple[str, list[FileInfo]]], shard_bytes: int, prefix: str
 ) -> list[tuple[str, list[FileInfo]]]:
     """(target path, member shards) of every merged shard, in publish order."""
     splits = sorted({s.get("split") or "" for _, shards in parts for s in shards})
@@ -100,7 +104,7 @@ def _plan(
         for group in merge_groups(outputs, shard_bytes):
             members = [s for i in group for s in per_part[i][1]]
             folder = Path(members[0]["path"]).parent.as_posix()
-            target = f"{folder}/group-{per_part[group[0]][0]}.arrow"
+            target = f"{folder}/{prefix}-{per_part[group[0]][0]}.arrow"
             plan.append((first_position[id(members[0])], target, members))
     return [(target, members) for _, target, members in sorted(plan, key=lambda p: p[0])]
 
@@ -143,11 +147,13 @@ def _batches(sources: list[Path]) -> Iterator[pa.RecordBatch]:
             yield from pa.ipc.open_stream(mapped)
 
 
-def _recorded(root: Path, plan: list[tuple[str, list[FileInfo]]]) -> list[FileInfo] | None:
+def _recorded(
+    path: Path, root: Path, plan: list[tuple[str, list[FileInfo]]]
+) -> list[FileInfo] | None:
     """The merged shards a previous attempt recorded, when they match this plan and every
     one is intact (size and sha256 read now); else None, and they are written again."""
     try:
-        record = json.loads((root / MERGES).read_text())
+        record = json.loads(path.read_text())
         merged = record["merged"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -160,10 +166,10 @@ def _recorded(root: Path, plan: list[tuple[str, list[FileInfo]]]) -> list[FileIn
         return None
     for entry in merged:
         shard = entry["shard"]
-        path = _resolve(root, shard["path"])
-        if path is None or not path.is_file() or path.stat().st_size != shard["bytes"]:
+        found_at = _resolve(root, shard["path"])
+        if found_at is None or not found_at.is_file() or found_at.stat().st_size != shard["bytes"]:
             return None
-        if sha256_file(path) != shard["sha256"]:
+        if sha256_file(found_at) != shard["sha256"]:
             return None
     return [e["shard"] for e in merged]
 

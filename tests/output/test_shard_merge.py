@@ -134,3 +134,34 @@ def _published(root: Path) -> list[tuple[str, str]]:
     manifest = json.loads((root / latest / "manifest.json").read_text())
     assert not list(root.glob(".staging-*"))
     return [(s["path"], s["sha256"]) for s in manifest["shards"]]
+
+
+def test_rejected_and_quarantine_files_merge_too(tmp_path: Path) -> None:
+    """Thousands of partitions would otherwise leave a rejected and a quarantine file each."""
+    chunks = _files(tmp_path)
+    for i in range(0, FILES, 3):  # a malformed line in every third file
+        path = tmp_path / "data" / f"f{i:03d}.jsonl"
+        path.write_text(path.read_text() + "{not json\n")
+    recipe = write_recipe(
+        tmp_path,
+        stages=[{"normalize": {}}, {"exact_dedup": {}}],
+        output={"root": "out", "fsync": False, "shard_size": "64KB"},
+    )
+    version = curate.run(recipe)
+    m = version.manifest
+    removed = sum(m["counts"]["removed"]["1:exact_dedup"].values())
+    assert removed > FILES and m["counts"]["quarantined"] == FILES // 3
+    for kind, rows in (("rejected", removed), ("quarantine", FILES // 3)):
+        files = m[kind]
+        assert 1 <= len(files) < FILES / 6, f"{kind}: {len(files)} files for {FILES} partitions"
+        assert sum(f["rows"] for f in files) == rows
+        on_disk = sorted(p.name for p in (version.path / kind).iterdir())
+        assert on_disk == sorted(Path(f["path"]).name for f in files)
+    assert verify(version.path) == []
+    ids = [
+        i
+        for f in m["rejected"]
+        for i in pa.ipc.open_stream(version.path / f["path"]).read_all().column("id").to_pylist()
+    ]
+    assert len(ids) == len(set(ids)) == removed
+    assert set(ids) < {d["id"] for chunk in chunks for d in chunk}
