@@ -259,7 +259,9 @@ def run_killed(recipe: Path, log: Path, kill_at: str | None) -> int:
     return proc.returncode
 
 
-@pytest.mark.parametrize("kill_at", ["shard_write:40", "shard_write:100", "publish:1", "publish:2"])
+@pytest.mark.parametrize(
+    "kill_at", ["shard_write:40", "shard_write:100", "checkpoint:5", "publish:1", "publish:2"]
+)
 def test_a_killed_packed_run_resumes_to_the_same_bytes(
     corpus_dir: Path, tmp_path: Path, kill_at: str
 ) -> None:

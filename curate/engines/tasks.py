@@ -333,6 +333,7 @@ class PartitionRun:
             packer_path = self.task.staging.packer(self.task.pass_index, self.part.index)
             packer_path.write_bytes(pickle.dumps(self.writer.state()))
             state.packer = packer_path.name
+            mark("checkpoint")  # a crash test may cut the power between the two files
         write_json(self._checkpoint_path(), state.to_json(), self.settings.fsync)
 
     def _resume(self) -> dict[str, Any] | None:
