@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import pickle
 import time
 from collections import Counter
@@ -185,6 +186,7 @@ class PartitionRun:
         self.flushes = 0
         self.writer: PartitionOutput | None = None
         self.segments: SegmentWriter | None = None
+        self._packer_file: str | None = None  # the packers' state the checkpoint on disk names
         packer_state = self._resume()
         files = self.record.files
         run = self.settings
@@ -329,12 +331,18 @@ class PartitionRun:
         self._flush_side_outputs()
         self._store_counts()
         state = Checkpoint(self.record, self.consumed, self.flushes)
+        before = self._packer_file
         if self.writer is not None and self.writer.packers:
-            packer_path = self.task.staging.packer(self.task.pass_index, self.part.index)
-            packer_path.write_bytes(pickle.dumps(self.writer.state()))
-            state.packer = packer_path.name
+            # A new file per checkpoint, named by it: the checkpoint on disk keeps naming the
+            # previous one, intact, until the new checkpoint replaces it (a crash between the
+            # two, in this worker or another, must not pair old counts with newer rows).
+            path = self.task.staging.packer(self.task.pass_index, self.part.index, self.flushes)
+            _write_file(path, pickle.dumps(self.writer.state()), self.settings.fsync)
+            state.packer = self._packer_file = path.name
             mark("checkpoint")  # a crash test may cut the power between the two files
         write_json(self._checkpoint_path(), state.to_json(), self.settings.fsync)
+        if before is not None and before != self._packer_file:
+            (self.out_dir / before).unlink(missing_ok=True)
 
     def _resume(self) -> dict[str, Any] | None:
         """Continue from this partition's checkpoint when every file it names is intact;
@@ -344,8 +352,11 @@ class PartitionRun:
             return None
         packers = None
         if state.packer is not None and self.task.final and self.settings.packing is not None:
-            packer = self.task.staging.packer(self.task.pass_index, self.part.index)
+            packer = self.task.staging.packer(self.task.pass_index, self.part.index, state.flushes)
+            if state.packer != packer.name or not packer.is_file():
+                return None  # not the file this checkpoint wrote: the partition starts over
             packers = pickle.loads(packer.read_bytes())
+            self._packer_file = packer.name
         self.record = state.record
         self.record.read = 0  # recounted while the done chunks are read past
         self.consumed, self.flushes = state.consumed, state.flushes
@@ -357,6 +368,14 @@ class PartitionRun:
         log.info("partition %d pass %d: resuming after %d chunks", self.part.index,
                  self.task.pass_index, self.consumed)  # fmt: skip
         return packers
+
+
+def _write_file(path: Path, data: bytes, fsync: bool) -> None:
+    with open(path, "wb") as f:
+        f.write(data)
+        if fsync:
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def _snapshot(counts: StageCounts) -> StageCounts:

@@ -5,7 +5,7 @@
   pass-<k>/                        one folder per pass (k = 0, 1, ...: a pass ends at a barrier)
     part-PPPPP.json                partition P's completion record (`record.PartitionRecord`)
     part-PPPPP.ckpt.json           its checkpoint while it runs (`record.Checkpoint`)
-    packer-PPPPP.pkl               the packers' carried rows, named by the checkpoint
+    packer-PPPPP-NNNNN.pkl         the packers' carried rows at the checkpoint after flush N
     tail-PPPPP.arrow               final pass, packed: what P's short last row would hold
                                    (with a split: tail-PPPPP-<split>.arrow), for the tail shard
     part-PPPPP.attempts            Ray only: runs of partition P in this pass so far
@@ -59,8 +59,9 @@ class Staging:
     def checkpoint(self, k: int, partition: int) -> Path:
         return self.pass_dir(k) / f"part-{partition:05d}.ckpt.json"
 
-    def packer(self, k: int, partition: int) -> Path:
-        return self.pass_dir(k) / f"packer-{partition:05d}.pkl"
+    def packer(self, k: int, partition: int, flush: int) -> Path:
+        """The packers' carried rows at the checkpoint taken after side-output flush N."""
+        return self.pass_dir(k) / f"packer-{partition:05d}-{flush:05d}.pkl"
 
     def tail(self, k: int, partition: int, split: str | None = None) -> Path:
         """Partition P's packing tail (`curate.output.tails`), per split."""
