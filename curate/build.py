@@ -33,6 +33,7 @@ from curate.fingerprint import content_hash
 from curate.io.batches import FieldSpec
 from curate.io.inputs import InputFile
 from curate.io.partitions import Partition, plan_partitions
+from curate.io.plan_cache import PlanCache
 from curate.manifest import FileRecord, Manifest, reconcile
 from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
@@ -169,6 +170,23 @@ class Build:
         finally:
             self.engine.close()
 
+    def _partitions(self) -> list[Partition]:
+        """The plan, with boundaries of plain JSONL planned by an earlier build taken from
+        `.cache/plans.json` (`curate.io.plan_cache`), which is never a reason to fail."""
+        try:
+            known = self.store.read_own(".cache", "plans.json")
+        except CurateError:  # a link where the cache should be: planned anew
+            known = None
+        cache = PlanCache(known)
+        parts = plan_partitions(self.files, self.recipe.partition_size, cache)
+        text = cache.text()
+        if text is not None:
+            try:
+                self.store.save_own(".cache", "plans.json", text)
+            except (OSError, CurateError) as exc:
+                log.debug("plan cache not saved: %s", exc)
+        return parts
+
     def _job(self) -> Job:
         r = self.recipe
         fields = FieldSpec(r.text_field, r.id_field, r.keep_fields(), chat=r.chat)
@@ -186,7 +204,7 @@ class Build:
             segments=segments,
             positions=[[position[id(m)] for m in seg.maps] for seg in segments],
             barrier_positions=[position[id(s.barrier)] if s.barrier else -1 for s in segments],
-            partitions=plan_partitions(self.files, r.partition_size),
+            partitions=self._partitions(),
             settings=RunSettings(
                 fields=fields,
                 on_error=r.on_error_policy.mode,

@@ -7,7 +7,8 @@ the number of workers. Plain JSONL is cut into byte ranges at line starts
 reading on to the next newline: planning reads kilobytes per partition, not the
 file, and counts no lines, because derived ids of plain JSONL are byte offsets
 (`name@offset`, the same whatever the split; line numbers are counted only when a
-message needs one: `curate.io.line_numbers`). Compressed JSONL cannot be split,
+message needs one: `curate.io.line_numbers`); a build keeps them in a `PlanCache`.
+Compressed JSONL cannot be split,
 nor can a CSV file (a quoted value may hold a newline, so rows are not lines) or a
 single text file (one document). Columnar inputs and folders are cut between their
 natural pieces (row groups, record batches, shards, files), joined greedily up to
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from curate.errors import CurateError
 from curate.io import columnar, folders
 from curate.io.inputs import InputFile
+from curate.io.plan_cache import PlanCache
 
 _FIRST_WINDOW = 4096  # bytes read at a boundary first: most lines end within them
 _MAX_WINDOW = 1 << 20  # windows double up to this while a long line goes on
@@ -40,20 +42,27 @@ class Partition:
     first_row: int = 0  # 0-based row of the partition's first document within its input
 
 
-def plan_partitions(inputs: list[InputFile], target_bytes: int) -> list[Partition]:
-    """Every input's partitions, inputs in order; an input always has at least one."""
+def plan_partitions(
+    inputs: list[InputFile], target_bytes: int, cache: PlanCache | None = None
+) -> list[Partition]:
+    """Every input's partitions, inputs in order; an input always has at least one. Plain
+    JSONL boundaries come from `cache` when it has them, and go into it."""
     if target_bytes < 1:
         raise ValueError(f"target_bytes must be positive, not {target_bytes}")
     parts: list[Partition] = []
     for inp in inputs:
-        for start, stop, first_row in _plan(inp, target_bytes):
+        for start, stop, first_row in _plan(inp, target_bytes, cache):
             parts.append(Partition(len(parts), inp, start, stop, first_row))
     return parts
 
 
-def _plan(inp: InputFile, target: int) -> list[tuple[int, int, int]]:
+def _plan(inp: InputFile, target: int, cache: PlanCache | None) -> list[tuple[int, int, int]]:
     if inp.format == "jsonl":
-        return [(a, b, 0) for a, b in split_jsonl(inp, target)]
+        known = cache.bounds(inp, target) if cache is not None else None
+        ranges = list(itertools.pairwise(known)) if known else split_jsonl(inp, target)
+        if cache is not None and len(ranges) > 1:
+            cache.keep(inp, target, [0, *(b for _, b in ranges)])
+        return [(a, b, 0) for a, b in ranges]
     if inp.format in ("jsonl.gz", "jsonl.zst", "csv", "tsv", "text_file"):
         return [(0, inp.size, 0)]
     if inp.format == "text_folder":
