@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 from curate.fingerprint import stage_software
 from curate.io.inputs import InputFile
+from curate.io.partitions import Partition
 from curate.manifest import (
     Counts,
     FileRecord,
     InputRecord,
     Packing,
+    PartitionEntry,
     SplitRecord,
     Splits,
     StageRecord,
@@ -129,6 +131,25 @@ def input_records(
             partitions=parts[f.name],
         )
         for f, digest in zip(files, hashes, strict=True)
+    ]
+
+
+def partition_entries(
+    partitions: list[Partition], first_pass: list[PartitionRecord]
+) -> list[PartitionEntry]:
+    """Each partition's key, range and digest with what was read from it, in input order."""
+    return [
+        PartitionEntry(
+            key=part.key,
+            input=part.input.name,
+            unit=part.unit,
+            start=part.start,
+            stop=part.stop,
+            digest=record.digest or "",
+            documents=record.read,
+            quarantined=record.quarantined,
+        )
+        for part, record in zip(partitions, first_pass, strict=True)
     ]
 
 

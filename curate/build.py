@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import xxhash
 
 from curate import accounting, input_watch
 from curate.dirfd import Folder
@@ -232,10 +231,12 @@ class Build:
     ) -> Version:
         r, stages = self.recipe, self.stages
         out = job.staging.out
-        keys = [_key(p) for p in job.partitions]
         final = merged_shards(
             job.staging.root,
-            [(keys[rec.partition], rec.files.shards) for rec in result.records[-1]],
+            [
+                (part.key, rec.files.shards)
+                for part, rec in zip(job.partitions, result.records[-1], strict=True)
+            ],
             r.output.shard_size,
             fsync=r.output.fsync,
             file_mode=int(r.output.file_mode, 8),
@@ -254,7 +255,7 @@ class Build:
         for name in split_names:
             if not any(s.split == name for s in shards):
                 shards.append(_empty_shard(out, job.settings.final_schema, name))
-        side = _collect_side_outputs(result.records, job.staging, keys, r)
+        side = _collect_side_outputs(result.records, job.staging, r)
         counts = accounting.count_documents(stages, result.records, tails)
         reconcile(counts)
         mark("publish")
@@ -273,6 +274,7 @@ class Build:
                 inputs=accounting.input_records(
                     self.files, digests, job.partitions, result.records[0]
                 ),
+                partitions=accounting.partition_entries(job.partitions, result.records[0]),
                 stages=accounting.stage_records(stages, result),
                 schema_=[{"name": f.name, "type": str(f.type)} for f in job.settings.final_schema],
                 shards=shards,
@@ -311,15 +313,10 @@ class Build:
         return Version(path).hold()
 
 
-def _key(part: Partition) -> str:
-    name = f"{part.input.name}:{part.start}-{part.stop}"  # until partitions carry their key
-    return xxhash.xxh3_64_hexdigest(name.encode())
-
-
 def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> FileRecord:
     folder = out / split / "shards" if split else out / "shards"
     folder.mkdir(parents=True, exist_ok=True)
-    info = write_table(folder / "part-00000-00000.arrow", schema.empty_table(), relative_to=out)
+    info = write_table(folder / "part-empty-00000.arrow", schema.empty_table(), relative_to=out)
     return FileRecord(**info.to_dict(), split=split)
 
 
@@ -340,7 +337,6 @@ def _staged_tails(
 def _collect_side_outputs(
     records: list[list[PartitionRecord]],
     staging: Staging,
-    keys: list[str],
     recipe: Recipe,
 ) -> dict[str, list[FileRecord]]:
     """Move each pass's rejected and quarantine files into the version, in a stable order:
@@ -354,7 +350,7 @@ def _collect_side_outputs(
                 continue
             files = merged_shards(
                 staging.root,
-                [(keys[rec.partition], getattr(rec.files, kind)) for rec in pass_records],
+                [(rec.partition, getattr(rec.files, kind)) for rec in pass_records],  # by key
                 out.shard_size,
                 fsync=out.fsync,
                 file_mode=int(out.file_mode, 8),

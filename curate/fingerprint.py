@@ -4,8 +4,9 @@ Two runs with the same fingerprint produce the same shards, so a published versi
 with the fingerprint is returned as is. It covers the recipe in canonical form
 (without the settings that only change how or where a run happens: engine, output
 root, fsync, permission modes), each input's identity (path, size and modification
-time: cheap, no input is read), curate's version and the versions of whatever each
-stage's output depends on (the Unicode version of normalize, a user stage's source).
+time: cheap, no input is read), curate's version and output layout, and the versions of
+whatever each stage's output depends on (the Unicode version of normalize, a user
+stage's source).
 """
 
 from __future__ import annotations
@@ -104,11 +105,18 @@ def stage_software(stages: list[Stage]) -> list[dict[str, str]]:
     return out
 
 
+OUTPUT_LAYOUT = 2
+"""How a run lays out what it writes for given inputs, beyond curate's version: raised when
+the same recipe and inputs would give other files (2: partitions named by their key, shard
+names and packed-row ids with them), so every dataset is rebuilt once, on its next run."""
+
+
 def fingerprint(
     recipe: Recipe, files: list[InputFile], stages: list[Stage], hashes: list[str] | None = None
 ) -> str:
     payload = {
         "curate": __version__,
+        "layout": OUTPUT_LAYOUT,
         "recipe": content_recipe(recipe),
         "inputs": input_identity(files, hashes),
         "stages": stage_software(stages),

@@ -32,6 +32,23 @@ class InputRecord(_Model):
     partitions: int
 
 
+class PartitionEntry(_Model):
+    key: str = Field(
+        description="The partition's identity, which its shards' names and packed rows' ids "
+        "carry: 16 hex digits of sha256 of the JSON [input, unit, start, stop]."
+    )
+    input: str = Field(description="The input's name, as `inputs` names it.")
+    unit: str = Field(
+        description="What start and stop count: bytes, stream (a compressed file, whole), "
+        "row_groups, record_batches or members (of a folder)."
+    )
+    start: int
+    stop: int = Field(description="Exclusive.")
+    digest: str = Field(description="xxh3_128 of the bytes the range covers, taken when read.")
+    documents: int = Field(description="Documents read from this partition.")
+    quarantined: int = Field(0, description="Records of it set aside as unreadable.")
+
+
 class StageRecord(_Model):
     position: int
     name: str
@@ -120,6 +137,10 @@ class Manifest(_Model):
     recipe: dict[str, Any]
     recipe_path: str | None
     inputs: list[InputRecord]
+    partitions: list[PartitionEntry] = Field(
+        default_factory=list,
+        description="Every partition read, in input order: the shards' order is theirs.",
+    )
     stages: list[StageRecord]
     schema_: list[dict[str, str]] = Field(alias="schema")
     shards: list[FileRecord]

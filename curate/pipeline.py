@@ -150,7 +150,7 @@ class Pipeline:
         table = table.drop_columns([ORDER])
         pack = packing_for(stages)
         if pack is not None:  # as the shard writer packs one partition
-            packer = pack.start(0)
+            packer = pack.start("00000")  # one partition, of no input: its rows' ids as before
             batches = [rows for b in table.to_batches() for rows, _ in packer.feed(b)]
             batches += [rows for rows, _ in packer.flush()]
             table = pa.Table.from_batches(batches, schema=pack.output_schema())

@@ -80,10 +80,12 @@ def tally(record: PartitionRecord, quarantined: list[QuarantineRecord]) -> None:
                 names[:] = sorted(set(names) | set(q.fields))[:_NAMES_KEPT]
 
 
-def check_partition(record: PartitionRecord, label: str | None = None) -> None:
+def check_partition(
+    record: PartitionRecord, label: str | None = None, where: str | None = None
+) -> None:
     """Fail now when this first-pass partition quarantined every one of its records for one
     missing field or wrong type (called when the policy stops early). `label` names the
-    input in the message (`InputFile.label`)."""
+    input in the message (`InputFile.label`), `where` the partition (default: its key)."""
     if record.read:
         return
     reasons = record.quarantine_reasons or {}
@@ -93,7 +95,7 @@ def check_partition(record: PartitionRecord, label: str | None = None) -> None:
     reason, n = next(iter(reasons.items()))
     raise CurateError(
         f"{label or 'input ' + repr(record.input)}: all {n:,} records of partition "
-        f"{record.partition} "
+        f"{where or record.partition} "
         f"were quarantined for {reason}{_fields(present[reason])}; nothing was published; "
         "check the recipe's text_field, id_field and fields against the input (if only some "
         "inputs lack it, set on_error.stop_early: false and raise on_error.max_quarantined)"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from conftest import corpus, write_jsonl, write_recipe
@@ -43,3 +44,12 @@ def test_one_and_two_workers_give_identical_shards(tmp_path: Path) -> None:
     assert json.loads((one.path / "state.json").read_text()) == json.loads(
         (two.path / "state.json").read_text()
     )
+    # shards are named by their partition's key, in input order (the manifest's partitions)
+    assert one.manifest["partitions"] == two.manifest["partitions"]
+    keys = [p["key"] for p in one.manifest["partitions"]]
+    named = [re.findall(r"-([0-9a-f]{16})", s["path"])[0] for s in one.manifest["shards"]]
+    assert sorted(set(named), key=keys.index) == list(dict.fromkeys(named))
+    state = json.loads((one.path / "state.json").read_text())
+    assert [f["filename"] for f in state["_data_files"]] == [
+        s["path"] for s in one.manifest["shards"]
+    ]

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from conftest import corpus, write_jsonl, write_recipe
 
+from curate.io.partition_key import partition_key
 from curate.verify import verify
 
 TESTS = Path(__file__).resolve().parent
@@ -112,7 +113,9 @@ def test_ctrl_c_twice_stops_at_once_without_a_worker_traceback_and_resumes(
     dataset = tmp_path / "out" / "t"
     assert not (dataset / "LATEST").exists()
     staging = next(dataset.glob(".staging-*"))
-    assert sorted(p.name for p in staging.glob("pass-0/part-*.json")) == ["part-00000.json"]
+    size = (tmp_path / "data" / "p0.jsonl").stat().st_size
+    first = partition_key("data/p0.jsonl", "bytes", 0, size)  # its shards' and records' name
+    assert sorted(p.name for p in staging.glob("pass-0/part-*.json")) == [f"part-{first}.json"]
     again = subprocess.run(
         [sys.executable, "-m", "curate.cli", "-v", "run", str(recipe), "--quiet"],
         env=env, capture_output=True, timeout=300,

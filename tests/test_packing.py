@@ -58,7 +58,7 @@ def documents_in(table: pa.Table) -> dict[str, list[int]]:
 
 
 def pack(batches: list[pa.RecordBatch], seq_len: int) -> tuple[pa.Table, int]:
-    packer = PackSpec(seq_len, pa.uint16()).start(3)
+    packer = PackSpec(seq_len, pa.uint16()).start("0123456789abcdef")
     out, ended = [], 0
     for b in batches:
         for rows, n in packer.feed(b):
@@ -93,7 +93,7 @@ def test_rows_are_lossless_and_explain_their_documents(seq_len: int) -> None:
             doc = docs[int(d[1:])].tolist()
             end = starts[k + 1] if k + 1 < len(starts) else len(ids)
             assert ids[s:end] == doc[skip : skip + end - s], (r, k)
-    assert table.column("id").to_pylist()[0] == "pack-00003-000000000"
+    assert table.column("id").to_pylist()[0] == "pack-0123456789abcdef-000000000"
 
 
 def test_rows_do_not_depend_on_batching() -> None:

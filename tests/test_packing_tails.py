@@ -51,7 +51,7 @@ def test_tails_of_partitions_pack_into_one_shard_and_every_token_is_accounted(
     spec = PackSpec(seq_len, pa.uint16())
     full, tails, ended = [], [], 0
     for p, batch in enumerate(batches):  # each batch a partition
-        packer = spec.start(p)
+        packer = spec.start(f"{p:016x}")  # a partition key
         rows, n = drain(packer, [batch])
         full += rows
         ended += n
@@ -102,7 +102,7 @@ def test_chat_tails_keep_conversations_whole_and_mask_their_first_token() -> Non
     spec = ChatPackSpec(64, pa.uint16(), "labels")
     rows, tails = [], []
     for p, (a, b) in enumerate(itertools.pairwise(cuts)):
-        packer = spec.start(p)
+        packer = spec.start(f"{p:016x}")  # a partition key
         rows += drain(packer, [chat_batch(ids[a:b], labels[a:b], a)])[0]
         tail = packer.tail()
         assert tail.schema == spec.tail_schema() and tail.num_rows > 0

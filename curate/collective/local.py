@@ -21,6 +21,7 @@ import pyarrow as pa
 from curate.collective.frame import Frame, PieceFn, Prepare, Side, Summaries
 from curate.collective.pieces import (
     Files,
+    SummaryFile,
     bucket_range,
     concat,
     hash_buckets,
@@ -31,7 +32,7 @@ from curate.collective.pieces import (
 )
 from curate.io.batches import ORDER, partition_of
 
-Piece: TypeAlias = pa.Table | Files | Path
+Piece: TypeAlias = pa.Table | Files | SummaryFile | Path
 
 
 class Spill:
@@ -59,6 +60,8 @@ class Spill:
 def piece_bytes(piece: Piece) -> int:
     if isinstance(piece, Files):
         return piece.nbytes()
+    if isinstance(piece, SummaryFile):
+        return piece.path.stat().st_size
     if isinstance(piece, Path):
         return piece.stat().st_size
     return int(piece.nbytes)
@@ -152,7 +155,9 @@ class LocalSummaries(Summaries):
     """Pieces from this size on are written to the spill folder (when there is one)."""
 
     def __init__(
-        self, sources: list[tuple[Path | pa.Table, int, int]], spill_folder: Path | None = None
+        self,
+        sources: list[tuple[SummaryFile | pa.Table, int, int]],
+        spill_folder: Path | None = None,
     ) -> None:
         """`sources`: each summary file or table with the first and last partition it holds."""
         self._sources = sources
@@ -163,13 +168,13 @@ class LocalSummaries(Summaries):
     def from_files(
         cls, files: list[tuple[Path, int]], spill_folder: Path | None = None
     ) -> LocalSummaries:
-        """Each file with the partition whose rows it holds."""
+        """Each file with the index in this run of the partition whose rows it holds."""
         ordered = sorted(files, key=lambda fp: (fp[1], str(fp[0])))
-        return cls([(f, p, p) for f, p in ordered], spill_folder)
+        return cls([(SummaryFile(f, p), p, p) for f, p in ordered], spill_folder)
 
     @classmethod
     def from_tables(cls, tables: list[pa.Table | pa.RecordBatch]) -> LocalSummaries:
-        sources: list[tuple[Path | pa.Table, int, int]] = []
+        sources: list[tuple[SummaryFile | pa.Table, int, int]] = []
         for t in tables:
             if not t.num_rows:
                 continue
@@ -180,7 +185,7 @@ class LocalSummaries(Summaries):
 
     def rows(self, columns: list[str]) -> Frame:
         pieces: list[Piece] = [
-            Files((s,), tuple(columns)) if isinstance(s, Path) else s.select(columns)
+            Files((s,), tuple(columns)) if isinstance(s, SummaryFile) else s.select(columns)
             for s, _, _ in self._sources
         ]
         spill = self.spill

@@ -15,37 +15,56 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curate.io.batches import ORDER, ORDER_SHIFT, partition_of
+from curate.io.batches import ORDER_SHIFT, partition_of, with_partition
 
 GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 MAX_PARTITIONS = 1 << (64 - ORDER_SHIFT)  # every partition an `_order` can point into
 
 
 @dataclass(frozen=True)
-class Files:
-    """A piece of a table that is still on disk: these columns of these spilled files."""
+class SummaryFile:
+    """One segment of a partition's summaries as a worker spilled it, and the partition's
+    index in this run: the file holds each row's `_order` within its partition only, and
+    reading it puts the index back (`io.batches.with_partition`)."""
 
-    paths: tuple[Path, ...]
+    path: Path
+    partition: int
+
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        table = pa.ipc.open_file(pa.memory_map(str(self.path))).read_all()
+        if columns is not None:
+            table = table.select(columns)
+        return with_partition(table, self.partition)
+
+
+@dataclass(frozen=True)
+class Files:
+    """A piece of a table that is still on disk: these columns of these summary files."""
+
+    files: tuple[SummaryFile, ...]
     columns: tuple[str, ...]
 
     def load(self) -> pa.Table:
-        return concat([read_columns(p, list(self.columns)) for p in self.paths])
+        return concat([f.read(list(self.columns)) for f in self.files])
 
     def nbytes(self) -> int:
-        return sum(read_columns(p, list(self.columns)).nbytes for p in self.paths)
+        return sum(read_columns(f.path, list(self.columns)).nbytes for f in self.files)
 
 
-def load(piece: pa.Table | Files | Path) -> pa.Table:
-    """A piece as a table: in memory already, columns of summary files, or a spilled table."""
+def load(piece: pa.Table | Files | SummaryFile | Path) -> pa.Table:
+    """A piece as a table: in memory already, columns of summary files, a whole summary
+    file, or a spilled table."""
     if isinstance(piece, Files):
         return piece.load()
+    if isinstance(piece, SummaryFile):
+        return piece.read()
     if isinstance(piece, Path):
         return pa.ipc.open_file(pa.memory_map(str(piece))).read_all()
     return piece
 
 
 def read_columns(path: Path, columns: list[str]) -> pa.Table:
-    """Columns of one spilled file (memory-mapped: only what is touched is read)."""
+    """Columns of one spilled file (memory-mapped: only what is touched is read), as stored."""
     return pa.ipc.open_file(pa.memory_map(str(path))).read_all().select(columns)
 
 
@@ -113,10 +132,3 @@ def runs(table: pa.Table, columns: list[str]) -> np.ndarray:
         same = pc.equal(col.slice(1), col.slice(0, n - 1)).to_numpy(zero_copy_only=False)
         new[1:] |= ~same
     return new
-
-
-def rows_of(path: Path, columns: list[str], wanted: np.ndarray) -> pa.Table:
-    """`_order` and `columns` of the rows of one summary file whose `_order` is wanted."""
-    table = read_columns(path, [ORDER, *columns])
-    hit = pc.is_in(table.column(ORDER), value_set=pa.array(wanted, pa.uint64()))
-    return table.filter(hit)

@@ -12,6 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,8 @@ from curate.collective.piece_ops import column_sum
 from curate.engines.job import Job, ProgressFn
 from curate.engines.tasks import PassTask
 from curate.errors import CurateError
-from curate.io.batches import ORDER, partition_of
+from curate.io.batches import ORDER, local_orders, partition_of
+from curate.io.partitions import Partition
 from curate.output.shards import write_table
 from curate.phases import mark
 from curate.stages.base import DECISION_SCHEMA, BarrierStage
@@ -35,14 +37,14 @@ log = logging.getLogger(__name__)
 
 def split_completed(
     tasks: list[PassTask], phase: str
-) -> tuple[dict[int, PartitionRecord], list[PassTask]]:
-    """Records of the partitions a previous run completed, and the tasks still to run."""
-    records: dict[int, PartitionRecord] = {}
+) -> tuple[dict[str, PartitionRecord], list[PassTask]]:
+    """Records of the partitions a previous run completed (by key), and the tasks still to run."""
+    records: dict[str, PartitionRecord] = {}
     todo = []
     for task in tasks:
-        done = completed(task.staging, task.pass_index, task.partition.index)
+        done = completed(task.staging, task.pass_index, task.partition.key)
         if done is not None:
-            records[task.partition.index] = done
+            records[task.partition.key] = done
         else:
             todo.append(task)
     if records:
@@ -50,12 +52,15 @@ def split_completed(
     return records, todo
 
 
-def summary_files(staging: Staging, records: list[PartitionRecord]) -> list[tuple[Path, int]]:
-    """The summary files the pass's records name, with their partition: exactly the completed
-    ones, whatever else a killed attempt left in the folder."""
+def summary_files(
+    staging: Staging, partitions: list[Partition], records: list[PartitionRecord]
+) -> list[tuple[Path, int]]:
+    """The summary files the pass's records (one per partition, in plan order) name, with
+    their partition's index in this run: exactly the completed ones, whatever else a killed
+    attempt left in the folder."""
     return [
-        (staging.root / seg["summary"]["path"], r.partition)
-        for r in records
+        (staging.root / seg["summary"]["path"], part.index)
+        for part, r in zip(partitions, records, strict=True)
         for seg in r.files.segments
     ]
 
@@ -91,7 +96,8 @@ def decide_once(
         decision, stats = barrier.decide_with_stats(summaries)
         for stale in job.staging.decisions(k):
             stale.unlink()
-        dropped = write_decision(decision, job.staging.root, k, job.settings.fsync)
+        keys = [part.key for part in job.partitions]
+        dropped = write_decision(decision, job.staging.root, k, keys, job.settings.fsync)
         info = {
             "summary_rows": summaries.count(),
             "dropped": dropped,
@@ -108,19 +114,32 @@ def decide_once(
     return info
 
 
-def write_decision(decision: Frame, staging: Path, k: int, fsync: bool) -> int:
-    """One decision file per partition (`Staging.decision`) in the staging folder `staging`,
-    so each worker reads only the drops that concern it; written by whoever holds each
-    piece. Returns the rows written."""
-    written = decision.by_partition(ORDER, write_pieces, staging, k, fsync)
+def write_decision(decision: Frame, staging: Path, k: int, keys: list[str], fsync: bool) -> int:
+    """One decision file per partition (`Staging.decision`, named by its key: `keys` holds
+    each partition's, by index in this run) in the staging folder `staging`, so each worker
+    reads only the drops that concern it; written by whoever holds each piece. Returns the
+    rows written."""
+    written = decision.by_partition(
+        ORDER, write_pieces, staging, k, fsync, side=partial(_keys_between, keys)
+    )
     return int(sum(written.fold(column_sum, "rows")))
 
 
+def _keys_between(keys: list[str], lo: int, hi: int) -> list[str]:
+    return keys[lo:hi]
+
+
 def write_pieces(
-    decision: pa.Table, _range: tuple[int, int], _side: None, staging: Path, k: int, fsync: bool
+    decision: pa.Table,
+    span: tuple[int, int],
+    keys: list[str],
+    staging: Path,
+    k: int,
+    fsync: bool,
 ) -> pa.Table:
-    """The decision files of the partitions this piece covers (pure: the same rows give the
-    same files, so a task run twice writes them twice, identically)."""
+    """The decision files of the partitions this piece covers, `span` (their keys: `keys`)
+    (pure: the same rows give the same files, so a task run twice writes them twice,
+    identically)."""
     if decision.num_rows == 0:
         return pa.table({"rows": pa.array([], pa.int64())})
     decision = decision.sort_by(ORDER).cast(DECISION_SCHEMA).combine_chunks()
@@ -131,7 +150,8 @@ def write_pieces(
     for start, end in zip(starts, ends, strict=True):
         # a fresh copy: buffers sized by the rows alone, not by how this piece was built
         # (a concatenation pads them), so the files are the same bytes on every engine
-        piece = decision.take(pa.array(np.arange(start, end)))
-        write_table(Staging(staging).decision(k, int(parts[start])), piece, fsync=fsync)
+        piece = local_orders(decision.take(pa.array(np.arange(start, end))))
+        key = keys[int(parts[start]) - span[0]]
+        write_table(Staging(staging).decision(k, key), piece, fsync=fsync)
         rows.append(int(end - start))
     return pa.table({"rows": pa.array(rows, pa.int64())})

@@ -51,13 +51,13 @@ class Engine(ABC):
     def run_tasks(
         self,
         tasks: list[PassTask],
-        records: dict[int, PartitionRecord],
+        records: dict[str, PartitionRecord],
         phase: str,
         total: int,
         progress: ProgressFn,
     ) -> None:
         """Run each task (`tasks.run_pass_task`) and put its record in `records` under its
-        partition index, reporting progress(phase, len(records), total) as each completes."""
+        partition's key, reporting progress(phase, len(records), total) as each completes."""
 
     @abstractmethod
     def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
@@ -100,7 +100,7 @@ class Engine(ABC):
         progress(phase, len(records), len(tasks))
         if todo:
             self.run_tasks(todo, records, phase, len(tasks), progress)
-        missing = [t.partition.index for t in tasks if t.partition.index not in records]
+        missing = [t.partition.key for t in tasks if t.partition.key not in records]
         if missing:
             raise RuntimeError(f"{phase}: no record for partitions {missing[:5]}")
-        return [records[t.partition.index] for t in tasks]
+        return [records[t.partition.key] for t in tasks]

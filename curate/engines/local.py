@@ -1,7 +1,7 @@
 """The local engine: partitions run in a pool of worker processes on this machine.
 
 With one worker everything runs in this process (easy to debug and profile). Results
-are gathered by partition index, so the output never depends on finishing order.
+are gathered by partition key, so the output never depends on finishing order.
 A partition whose completion record is already in the staging folder (a previous,
 interrupted run of the same fingerprint) is not run again.
 """
@@ -149,7 +149,7 @@ class LocalEngine(Engine):
     def run_tasks(
         self,
         tasks: list[PassTask],
-        records: dict[int, PartitionRecord],
+        records: dict[str, PartitionRecord],
         phase: str,
         total: int,
         progress: ProgressFn,
@@ -157,7 +157,7 @@ class LocalEngine(Engine):
         pool = self._pool
         if pool is None:
             for task in tasks:
-                records[task.partition.index] = run_pass_task(task)
+                records[task.partition.key] = run_pass_task(task)
                 progress(phase, len(records), total)
             return
         pending = {pool.submit(run_pass_task, task) for task in tasks}
@@ -174,4 +174,4 @@ class LocalEngine(Engine):
         from curate.collective.local import LocalSummaries
 
         spill = job.staging.spill(k)
-        return LocalSummaries.from_files(summary_files(job.staging, records), spill)
+        return LocalSummaries.from_files(summary_files(job.staging, job.partitions, records), spill)

@@ -1,7 +1,7 @@
 """Staged data between passes, cut into segments that each complete on their own.
 
 A pass that ends at a barrier writes the surviving rows and their summaries in
-segments of about the shard size (`data-PPPPP-SSSSS.arrow` and `summary-PPPPP-SSSSS.arrow`,
+segments of about the shard size (`data-KKKK-SSSSS.arrow` and `summary-KKKK-SSSSS.arrow`,
 see `curate.staging.names`),
 so an interrupted pass resumes after its last complete segment, as a final pass does
 after its last complete shard.
@@ -14,6 +14,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from curate.io.batches import local_orders
 from curate.output.shards import ShardInfo, ShardWriter
 from curate.staging.names import DATA, Staging
 
@@ -22,7 +23,7 @@ class SegmentWriter:
     """Rows for the next pass and their barrier summaries, in segments that close together."""
 
     def __init__(
-        self, staging: Staging, pass_index: int, partition: int, target_bytes: int, *, fsync: bool
+        self, staging: Staging, pass_index: int, partition: str, target_bytes: int, *, fsync: bool
     ):
         self.staging = staging
         self.pass_index = pass_index
@@ -46,8 +47,8 @@ class SegmentWriter:
             )
             self._summary = pa.ipc.new_file(str(self._summary_path), summary.schema)
         assert self._summary is not None
-        self._data.write(batch)
-        self._summary.write_batch(summary)
+        self._data.write(local_orders(batch))  # the run's partition index is not kept
+        self._summary.write_batch(local_orders(summary))
         if self._data.bytes_written >= self.target_bytes:
             self.close_segment()
 

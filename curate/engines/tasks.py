@@ -34,7 +34,9 @@ from curate.io.batches import (
     QuarantineRecord,
     order_column,
     quarantine_table,
+    with_partition,
 )
+from curate.io.partition_digest import partition_digest
 from curate.io.partitions import Partition
 from curate.output.packing import PackSpec
 from curate.output.partition_output import PartitionOutput
@@ -146,12 +148,13 @@ def _source_chunks(
             order = order_column(part.index, row, n)
             row += n
             yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
-        input_watch.check(part.input)  # what was read is the input as discovered, all of it
+        record.digest = partition_digest(part)  # from the page cache the read just filled,
+        input_watch.check(part.input)  # and what was read is the input as discovered, all of it
         return
-    for path in task.staging.staged_data(task.pass_index - 1, part.index):
+    for path in task.staging.staged_data(task.pass_index - 1, part.key):
         for batch in read_stream(path).to_batches():
             mark("reading")
-            yield batch, []
+            yield with_partition(batch, part.index), []  # staged with the row alone
 
 
 def run_pass_task(task: PassTask) -> PartitionRecord:
@@ -174,7 +177,7 @@ class PartitionRun:
         self.part = task.partition
         self.out_dir = task.staging.pass_dir(task.pass_index)
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        self.record = PartitionRecord(self.part.index, task.pass_index, self.part.input.name)
+        self.record = PartitionRecord(self.part.key, task.pass_index, self.part.input.name)
         self.maps = [ready(s) for s in task.maps]  # same objects, set up once per worker
         self.counts = {pos: StageCounts() for pos in task.positions}
         self.previous = ready(task.previous) if task.previous is not None else None
@@ -192,7 +195,7 @@ class PartitionRun:
         run = self.settings
         if task.final:
             self.writer = PartitionOutput(
-                task.staging.out, self.part.index, run.final_schema, run.shard_bytes,
+                task.staging.out, self.part.key, run.final_schema, run.shard_bytes,
                 packing=run.packing, split=run.split, done=files.shards,
                 fsync=run.fsync, file_mode=run.file_mode, relative_to=task.staging.root,
             )  # fmt: skip
@@ -200,7 +203,7 @@ class PartitionRun:
                 self.writer.restore(packer_state)
         else:
             self.segments = SegmentWriter(
-                task.staging, task.pass_index, self.part.index, run.shard_bytes, fsync=run.fsync
+                task.staging, task.pass_index, self.part.key, run.shard_bytes, fsync=run.fsync
             )
             self.segments.segments = list(files.segments)
 
@@ -220,13 +223,13 @@ class PartitionRun:
                     self._checkpoint()
             self._finish()
             if self.task.pass_index == 0 and self.settings.stop_early:
-                check_partition(self.record, self.part.input.label)
+                check_partition(self.record, self.part.input.label, str(self.part.index))
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise DiskFull(f"disk full while writing {self.out_dir}") from None
             raise
         self.record.seconds = round(time.perf_counter() - started, 4)
-        write_json(self.task.staging.record(self.task.pass_index, self.part.index),
+        write_json(self.task.staging.record(self.task.pass_index, self.part.key),
                    self.record.to_json(), self.settings.fsync)  # fmt: skip
         self._checkpoint_path().unlink(missing_ok=True)
         return self.record
@@ -264,7 +267,7 @@ class PartitionRun:
             files.segments = self.segments.segments
         self._flush_side_outputs()
         if self.drops is not None and len(self.drops.ids) and self.settings.write_rejected:
-            path = self.task.staging.barrier_rejected(self.task.pass_index, self.part.index)
+            path = self.task.staging.barrier_rejected(self.task.pass_index, self.part.key)
             info = write_table(path, self.drops.rows, fsync=self.settings.fsync,
                                relative_to=self.task.staging.root)  # fmt: skip
             files.rejected.append(info.to_dict())
@@ -278,10 +281,15 @@ class PartitionRun:
         files = self.record.files
         files.tails = []  # a resumed partition writes them again, the same
         for name, rows in self.writer.tails().items():
-            path = staging.tail(self.task.pass_index, self.part.index, name)
+            path = staging.tail(self.task.pass_index, self.part.key, name)
             info = write_table(path, pa.Table.from_batches([rows]), fsync=run.fsync,
                                file_mode=run.file_mode, relative_to=staging.root)  # fmt: skip
             files.tails.append(replace(info, split=name).to_dict())
+
+    def _where(self) -> str:
+        """The partition in a message: its place in this run's plan and its range."""
+        part = self.part
+        return f"{part.index} ({part.key}: {part.unit} {part.start}-{part.stop})"
 
     # -- checkpoints ------------------------------------------------------------------
     def _completed_a_file(self) -> bool:
@@ -292,7 +300,7 @@ class PartitionRun:
 
     def _flush_side_outputs(self) -> None:
         files, run = self.record.files, self.settings
-        staging, k, p = self.task.staging, self.task.pass_index, self.part.index
+        staging, k, p = self.task.staging, self.task.pass_index, self.part.key
         if self.rejected and run.write_rejected:
             table = pa.concat_tables(self.rejected).cast(REJECTED_SCHEMA)
             path = staging.rejected(k, p, self.flushes)
@@ -320,7 +328,7 @@ class PartitionRun:
             stages[pos] = _snapshot(c)
 
     def _checkpoint_path(self) -> Path:
-        return self.task.staging.checkpoint(self.task.pass_index, self.part.index)
+        return self.task.staging.checkpoint(self.task.pass_index, self.part.key)
 
     def _checkpoint(self) -> None:
         files = self.record.files
@@ -336,7 +344,7 @@ class PartitionRun:
             # A new file per checkpoint, named by it: the checkpoint on disk keeps naming the
             # previous one, intact, until the new checkpoint replaces it (a crash between the
             # two, in this worker or another, must not pair old counts with newer rows).
-            path = self.task.staging.packer(self.task.pass_index, self.part.index, self.flushes)
+            path = self.task.staging.packer(self.task.pass_index, self.part.key, self.flushes)
             _write_file(path, pickle.dumps(self.writer.state()), self.settings.fsync)
             state.packer = self._packer_file = path.name
             mark("checkpoint")  # a crash test may cut the power between the two files
@@ -347,12 +355,12 @@ class PartitionRun:
     def _resume(self) -> dict[str, Any] | None:
         """Continue from this partition's checkpoint when every file it names is intact;
         returns the packers' carried rows, if any, for the shard output to restore."""
-        state = resumable(self.task.staging, self.task.pass_index, self.part.index)
+        state = resumable(self.task.staging, self.task.pass_index, self.part.key)
         if state is None:
             return None
         packers = None
         if state.packer is not None and self.task.final and self.settings.packing is not None:
-            packer = self.task.staging.packer(self.task.pass_index, self.part.index, state.flushes)
+            packer = self.task.staging.packer(self.task.pass_index, self.part.key, state.flushes)
             if state.packer != packer.name or not packer.is_file():
                 return None  # not the file this checkpoint wrote: the partition starts over
             packers = pickle.loads(packer.read_bytes())
@@ -365,7 +373,7 @@ class PartitionRun:
                 self.prev_counts = _snapshot(c)
             else:
                 self.counts[pos] = _snapshot(c)
-        log.info("partition %d pass %d: resuming after %d chunks", self.part.index,
+        log.info("partition %s pass %d: resuming after %d chunks", self._where(),
                  self.task.pass_index, self.consumed)  # fmt: skip
         return packers
 
@@ -407,7 +415,7 @@ class Drops:
 def _drops(task: PassTask) -> Drops | None:
     if task.previous is None:
         return None
-    path = task.staging.decision(task.pass_index - 1, task.partition.index)
+    path = task.staging.decision(task.pass_index - 1, task.partition.key)
     if not path.exists():
         return Drops(pa.array([], pa.string()), REJECTED_SCHEMA.empty_table())
     table = read_stream(path)

@@ -8,8 +8,9 @@ version share one schema, which `datasets.load_from_disk` requires.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -19,12 +20,19 @@ TEXT = "text"
 
 ORDER = "_order"
 """Hidden column beside `id` while a run stages documents (never in a shard): the document's
-position in input order, `partition << ORDER_SHIFT | row`. Barriers key their decisions on
-it, and the collective operations route rows to the partition it points into."""
+position in input order, `partition << ORDER_SHIFT | row`, where `partition` is the
+partition's index in this run's plan. Barriers key their decisions on it (input order breaks
+their ties), and the collective operations route rows to the partition it points into.
+
+The index is this run's only: files a run leaves (staged rows, summaries, decisions) hold
+the row bits alone (`local_orders`), and the index is put back when a run reads them
+(`with_partition`), so a partition's files do not change when inputs before it do."""
 
 ORDER_SHIFT = 40
 """Low bits of `_order` that number a row within its partition: a trillion rows per partition,
 16 million partitions."""
+
+_ROW_BITS = np.uint64((1 << ORDER_SHIFT) - 1)
 
 
 def order_column(partition: int, start: int, count: int) -> np.ndarray:
@@ -37,6 +45,32 @@ def order_column(partition: int, start: int, count: int) -> np.ndarray:
 def partition_of(orders: np.ndarray) -> np.ndarray:
     """The data partition each `_order` value points into."""
     return (orders >> np.uint64(ORDER_SHIFT)).astype(np.int64)
+
+
+Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
+
+
+def local_orders(rows: Rows) -> Rows:
+    """`rows` with `_order` holding only the row within the partition: how files keep it."""
+    return _map_orders(rows, lambda orders: orders & _ROW_BITS)
+
+
+def with_partition(rows: Rows, partition: int) -> Rows:
+    """`rows` read from a partition's file, with `_order` pointing into the partition again
+    (its index in this run put into the high bits; an `_order` that has them is unchanged)."""
+    high = np.uint64(partition) << np.uint64(ORDER_SHIFT)
+    return _map_orders(rows, lambda orders: orders | high)
+
+
+def _map_orders(rows: Rows, fn: Callable[[np.ndarray], np.ndarray]) -> Rows:
+    at = rows.schema.get_field_index(ORDER)
+    if at < 0:
+        return rows
+    column = rows.column(at)
+    values = (column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column).to_numpy(
+        zero_copy_only=False
+    )
+    return rows.set_column(at, rows.schema.field(at), pa.array(fn(values), pa.uint64()))
 
 
 @dataclass(frozen=True)

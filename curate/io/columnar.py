@@ -72,10 +72,10 @@ def units(inp: InputFile) -> list[Unit]:
                 for i in range(md.num_row_groups)
             ]
         if inp.format == "arrow":
-            return [(b.nbytes, b.num_rows) for b in _ipc_batches(inp.path)]
+            return [(b.nbytes, b.num_rows) for b in ipc_batches(inp.path)]
         members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
         return [
-            (m.size, sum(b.num_rows for b in _ipc_batches(os.path.join(inp.path, m.rel))))
+            (m.size, sum(b.num_rows for b in ipc_batches(os.path.join(inp.path, m.rel))))
             for m in members[:-1]  # the last member is state.json
         ]
     except (pa.ArrowException, OSError) as exc:
@@ -104,7 +104,7 @@ def _raw_batches(
                 ):
                     yield schema, raw
         elif inp.format == "arrow":
-            for raw in _ipc_batches(inp.path, part.start, part.stop):
+            for raw in ipc_batches(inp.path, part.start, part.stop):
                 yield raw.schema, raw
         else:
             members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)
@@ -115,7 +115,7 @@ def _raw_batches(
                     raise CurateError(
                         f"shard {m.rel!r} of {inp.label} changed while curate was running"
                     )
-                for raw in _ipc_batches(path):
+                for raw in ipc_batches(path):
                     yield raw.schema, raw
     except (pa.ArrowException, OSError) as exc:
         raise CurateError(f"{inp.label} cannot be read as {inp.format}: {exc}") from None
@@ -127,7 +127,7 @@ def _parquet(path: str) -> pq.ParquetFile:
     return pq.ParquetFile(path, memory_map=True)
 
 
-def _ipc_batches(path: str, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
+def ipc_batches(path: str, start: int = 0, stop: int | None = None) -> Iterator[pa.RecordBatch]:
     """Record batches start..stop-1 of an Arrow IPC file or stream, memory-mapped (no copy)."""
     with pa.memory_map(path) as source:
         if source.read(6) == b"ARROW1":

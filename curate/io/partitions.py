@@ -1,8 +1,10 @@
 """Splitting inputs into partitions, in a stable order that depends only on the inputs.
 
-A partition is the unit of work and of resume: its index names its shards, so
-the same inputs and target size must always give the same partitions, whatever
-the number of workers. Plain JSONL is cut into byte ranges at line starts
+A partition is the unit of work and of resume: its key (`curate.io.partition_key`: the
+input's name and the range it covers) names its shards and staged files, so the same
+inputs and target size must always give the same partitions, whatever the number of
+workers; its index (its place in this run's plan) is for this run only. Plain JSONL is
+cut into byte ranges at line starts
 (balanced, about target_bytes each), each found by seeking to its target offset and
 reading on to the next newline: planning reads kilobytes per partition, not the
 file, and counts no lines, because derived ids of plain JSONL are byte offsets
@@ -21,10 +23,12 @@ from __future__ import annotations
 import itertools
 import os
 from dataclasses import dataclass
+from functools import cached_property
 
 from curate.errors import CurateError
 from curate.io import columnar, folders
 from curate.io.inputs import InputFile
+from curate.io.partition_key import partition_key, unit_of
 from curate.io.plan_cache import PlanCache
 
 _FIRST_WINDOW = 4096  # bytes read at a boundary first: most lines end within them
@@ -35,11 +39,21 @@ _MAX_WINDOW = 1 << 20  # windows double up to this while a long line goes on
 class Partition:
     """A piece of one input, read and written on its own."""
 
-    index: int  # position in the global stable order, 0..n-1
+    index: int  # position in this run's plan (input order), 0..n-1: in memory only, never stored
     input: InputFile
     start: int  # jsonl: byte offset; parquet: row group; arrow: record batch; folders: member
     stop: int  # exclusive end in the same unit
     first_row: int = 0  # 0-based row of the partition's first document within its input
+
+    @property
+    def unit(self) -> str:
+        """What `start` and `stop` count (`curate.io.partition_key.UNITS`)."""
+        return unit_of(self.input.format)
+
+    @cached_property
+    def key(self) -> str:
+        """The partition's identity, which every name it leaves on disk carries."""
+        return partition_key(self.input.name, self.unit, self.start, self.stop)
 
 
 def plan_partitions(
@@ -53,6 +67,14 @@ def plan_partitions(
     for inp in inputs:
         for start, stop, first_row in _plan(inp, target_bytes, cache):
             parts.append(Partition(len(parts), inp, start, stop, first_row))
+    keys: dict[str, Partition] = {}
+    for part in parts:
+        other = keys.setdefault(part.key, part)
+        if other is not part:
+            raise CurateError(
+                f"{part.input.label} and {other.input.label} give two partitions one key "
+                f"({part.key}); name each input once"
+            )
     return parts
 
 

@@ -85,8 +85,8 @@ class ChatPackSpec(PackSpec):
             ]
         )
 
-    def start(self, partition: int, prefix: str = "pack") -> ChatPacker:  # type: ignore[override]
-        return ChatPacker(self, f"{prefix}-{partition:05d}")
+    def start(self, partition: str, prefix: str = "pack") -> ChatPacker:  # type: ignore[override]
+        return ChatPacker(self, f"{prefix}-{partition}")
 
     def start_tail(self, prefix: str = "pack") -> ChatPacker:  # type: ignore[override]
         return ChatPacker(self, f"{prefix}-tail")

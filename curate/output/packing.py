@@ -68,9 +68,10 @@ class PackSpec:
             ]
         )
 
-    def start(self, partition: int, prefix: str = "pack") -> Packer:
-        """A packer for one partition; its rows are named `{prefix}-{partition}-{row}`."""
-        return Packer(self, f"{prefix}-{partition:05d}")
+    def start(self, partition: str, prefix: str = "pack") -> Packer:
+        """A packer for one partition; its rows are named `{prefix}-{key}-{row}`, by the
+        partition's key (`Partition.key`), so they keep their ids when other inputs change."""
+        return Packer(self, f"{prefix}-{partition}")
 
     def start_tail(self, prefix: str = "pack") -> Packer:
         """The packer of the tail shard; its rows are named `{prefix}-tail-{row}`."""

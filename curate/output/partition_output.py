@@ -5,7 +5,8 @@ The engine hands every surviving row of a partition, in input order, to one
 hash of the id, `curate.output.splits`), so each split has its own shard writer and its own
 packer, and packed rows never mix splits; without one there is a single writer, exactly
 as before. Shards go to `<folder>/shards/` or `<folder>/<split>/shards/`, named by the
-partition index, so the output never depends on how many workers ran.
+partition's key (`Partition.key`), so the output never depends on how many workers ran,
+nor on which other inputs a run has.
 
 Completed shards are handed back (`take`) at the points the engine checkpoints (closing
 every split's open shard there), and the packers' carried rows pickle (`state`/
@@ -31,7 +32,7 @@ class PartitionOutput:
     def __init__(
         self,
         folder: Path,
-        partition: int,
+        partition: str,
         schema: pa.Schema,
         target_bytes: int,
         *,

@@ -85,14 +85,15 @@ def fsync_dir(path: Path) -> None:
 class ShardWriter:
     """Writes one partition's documents into shards of about `target_bytes` each.
 
-    Shard names carry the partition index and a counter (`part-00003-00001.arrow`), so
-    the output never depends on how many workers ran or in which order they finished.
+    Shard names carry the partition's key and a counter (`part-<key>-00001.arrow`), so the
+    output never depends on how many workers ran, in which order they finished, or which
+    other inputs the run has.
     """
 
     def __init__(
         self,
         folder: Path,
-        partition: int,
+        partition: str,
         schema: pa.Schema,
         target_bytes: int,
         *,
@@ -127,7 +128,7 @@ class ShardWriter:
 
     def _open(self) -> None:
         index = self.first_index + len(self.shards)
-        name = f"{self.prefix}-{self.partition:05d}-{index:05d}.arrow"
+        name = f"{self.prefix}-{self.partition}-{index:05d}.arrow"
         self._path = self.folder / name
         self._file = _HashingFile(self._path, self.file_mode, checksum=self.checksum)
         self._writer = pa.ipc.new_stream(self._file, self.schema)

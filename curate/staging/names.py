@@ -3,30 +3,32 @@
 ```
 .staging-<fingerprint>/            named by the store (`Store.staging`); one per fingerprint
   pass-<k>/                        one folder per pass (k = 0, 1, ...: a pass ends at a barrier)
-    part-PPPPP.json                partition P's completion record (`record.PartitionRecord`)
-    part-PPPPP.ckpt.json           its checkpoint while it runs (`record.Checkpoint`)
-    packer-PPPPP-NNNNN.pkl         the packers' carried rows at the checkpoint after flush N
-    tail-PPPPP.arrow               final pass, packed: what P's short last row would hold
-                                   (with a split: tail-PPPPP-<split>.arrow), for the tail shard
-    part-PPPPP.attempts            Ray only: runs of partition P in this pass so far
-    data-PPPPP-SSSSS.arrow         rows staged for the next pass, segment S
-    summary-PPPPP-SSSSS.arrow      their summaries for this pass's barrier, segment S
-    rejected-PPPPP-NNNNN.arrow     rows a map stage removed, flush N
-    rejected-PPPPP-barrier.arrow   rows the previous pass's barrier removed
-    quarantine-PPPPP-NNNNN.arrow   records that could not be read, flush N
+    part-KKKK.json                 partition K's completion record (`record.PartitionRecord`)
+    part-KKKK.ckpt.json            its checkpoint while it runs (`record.Checkpoint`)
+    packer-KKKK-NNNNN.pkl          the packers' carried rows at the checkpoint after flush N
+    tail-KKKK.arrow                final pass, packed: what K's short last row would hold
+                                   (with a split: tail-KKKK-<split>.arrow), for the tail shard
+    part-KKKK.attempts             Ray only: runs of partition K in this pass so far
+    data-KKKK-SSSSS.arrow          rows staged for the next pass, segment S
+    summary-KKKK-SSSSS.arrow       their summaries for this pass's barrier, segment S
+    rejected-KKKK-NNNNN.arrow      rows a map stage removed, flush N
+    rejected-KKKK-barrier.arrow    rows the previous pass's barrier removed
+    quarantine-KKKK-NNNNN.arrow    records that could not be read, flush N
     decision.json                  the barrier decided (what it reported); a rerun skips it
-    decision-PPPPP.arrow           the ids the barrier drops from partition P (read by pass k+1)
+    decision-KKKK.arrow            the ids the barrier drops from partition K (read by pass k+1)
     collective/                    the local engine's spill while deciding (Ray's: collective-*)
   out/                             the version being built, renamed into place at publish:
-    shards/part-PPPPP-IIIII.arrow    its shards (with a split: <split>/shards/...)
+    shards/part-KKKK-IIIII.arrow     its shards (with a split: <split>/shards/...)
     shards/tail-00000.arrow          packed versions: every partition's tail, packed at publish
 ```
 
-P is the partition's index (five digits, more when there are more partitions), S, N and I
-count from 0 within the partition. Records name their files by paths relative to the
-staging folder (`pass-0/rejected-00003-00000.arrow`), the form `relative` gives and
-`resolve` checks. At publish, side outputs move to `rejected/` and `quarantine/` of the
-version as `pass<k>-PPPPP-NNNNN.arrow` (`published_side_name`).
+K is the partition's key (`Partition.key`, 16 hex digits of what it holds: its input's
+name and range, `curate.io.partition_key`), never its place in the run's plan, so a
+partition's files keep their names when other inputs come or go. S, N and I count from 0
+within the partition. Records name their files by paths relative to the staging folder
+(`pass-0/rejected-<key>-00000.arrow`), the form `relative` gives and `resolve` checks. At
+publish, side outputs move to `rejected/` and `quarantine/` of the version as
+`pass<k>-KKKK-NNNNN.arrow` (`published_side_name`).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pathlib import Path
 from curate.paths import escape
 
 DATA = "data"
-"""Prefix of the staged data files, which `io.shards.ShardWriter` names `data-PPPPP-SSSSS.arrow`."""
+"""Prefix of the staged data files, which `io.shards.ShardWriter` names `data-KKKK-SSSSS.arrow`."""
 
 OUT = "out"
 """The folder that becomes the version; shard paths in records start with it."""
@@ -53,47 +55,47 @@ class Staging:
         return self.root / f"pass-{k}"
 
     # -- one partition's files in pass k ----------------------------------------------
-    def record(self, k: int, partition: int) -> Path:
-        return self.pass_dir(k) / f"part-{partition:05d}.json"
+    def record(self, k: int, partition: str) -> Path:
+        return self.pass_dir(k) / f"part-{partition}.json"
 
-    def checkpoint(self, k: int, partition: int) -> Path:
-        return self.pass_dir(k) / f"part-{partition:05d}.ckpt.json"
+    def checkpoint(self, k: int, partition: str) -> Path:
+        return self.pass_dir(k) / f"part-{partition}.ckpt.json"
 
-    def packer(self, k: int, partition: int, flush: int) -> Path:
+    def packer(self, k: int, partition: str, flush: int) -> Path:
         """The packers' carried rows at the checkpoint taken after side-output flush N."""
-        return self.pass_dir(k) / f"packer-{partition:05d}-{flush:05d}.pkl"
+        return self.pass_dir(k) / f"packer-{partition}-{flush:05d}.pkl"
 
-    def tail(self, k: int, partition: int, split: str | None = None) -> Path:
-        """Partition P's packing tail (`curate.output.tails`), per split."""
+    def tail(self, k: int, partition: str, split: str | None = None) -> Path:
+        """Partition K's packing tail (`curate.output.tails`), per split."""
         suffix = f"-{split}" if split else ""
-        return self.pass_dir(k) / f"tail-{partition:05d}{suffix}.arrow"
+        return self.pass_dir(k) / f"tail-{partition}{suffix}.arrow"
 
-    def attempts(self, k: int, partition: int) -> Path:
-        return self.pass_dir(k) / f"part-{partition:05d}.attempts"
+    def attempts(self, k: int, partition: str) -> Path:
+        return self.pass_dir(k) / f"part-{partition}.attempts"
 
-    def summary(self, k: int, partition: int, segment: int) -> Path:
-        return self.pass_dir(k) / f"summary-{partition:05d}-{segment:05d}.arrow"
+    def summary(self, k: int, partition: str, segment: int) -> Path:
+        return self.pass_dir(k) / f"summary-{partition}-{segment:05d}.arrow"
 
-    def staged_data(self, k: int, partition: int) -> list[Path]:
-        """The data files partition P staged in pass k for the next pass, in segment order."""
-        return sorted(self.pass_dir(k).glob(f"{DATA}-{partition:05d}-*.arrow"))
+    def staged_data(self, k: int, partition: str) -> list[Path]:
+        """The data files partition K staged in pass k for the next pass, in segment order."""
+        return sorted(self.pass_dir(k).glob(f"{DATA}-{partition}-*.arrow"))
 
-    def rejected(self, k: int, partition: int, flush: int) -> Path:
-        return self.pass_dir(k) / f"rejected-{partition:05d}-{flush:05d}.arrow"
+    def rejected(self, k: int, partition: str, flush: int) -> Path:
+        return self.pass_dir(k) / f"rejected-{partition}-{flush:05d}.arrow"
 
-    def barrier_rejected(self, k: int, partition: int) -> Path:
-        return self.pass_dir(k) / f"rejected-{partition:05d}-barrier.arrow"
+    def barrier_rejected(self, k: int, partition: str) -> Path:
+        return self.pass_dir(k) / f"rejected-{partition}-barrier.arrow"
 
-    def quarantine(self, k: int, partition: int, flush: int) -> Path:
-        return self.pass_dir(k) / f"quarantine-{partition:05d}-{flush:05d}.arrow"
+    def quarantine(self, k: int, partition: str, flush: int) -> Path:
+        return self.pass_dir(k) / f"quarantine-{partition}-{flush:05d}.arrow"
 
     # -- the barrier at the end of pass k ---------------------------------------------
     def decided(self, k: int) -> Path:
         """The marker of a decision made, holding what it reported."""
         return self.pass_dir(k) / "decision.json"
 
-    def decision(self, k: int, partition: int) -> Path:
-        return self.pass_dir(k) / f"decision-{partition:05d}.arrow"
+    def decision(self, k: int, partition: str) -> Path:
+        return self.pass_dir(k) / f"decision-{partition}.arrow"
 
     def decisions(self, k: int) -> list[Path]:
         """Every decision file of pass k (an interrupted decision's, to remove first)."""
@@ -128,6 +130,6 @@ def version_path(name: str) -> str:
 
 
 def published_side_name(k: int, name: str) -> str:
-    """The name a staged side output (`rejected-PPPPP-NNNNN.arrow`, `quarantine-...`) of
-    pass k takes in the version's `rejected/` or `quarantine/`: `pass<k>-PPPPP-NNNNN.arrow`."""
+    """The name a staged side output (`rejected-KKKK-NNNNN.arrow`, `quarantine-...`) of
+    pass k takes in the version's `rejected/` or `quarantine/`: `pass<k>-KKKK-NNNNN.arrow`."""
     return f"pass{k}-{Path(name).name.split('-', 1)[1]}"

@@ -1,9 +1,9 @@
 """What one partition leaves in one pass: its completion record, and its checkpoint meanwhile.
 
-A record (`part-PPPPP.json`) is written last, atomically, after every file it names is
+A record (`part-KKKK.json`) is written last, atomically, after every file it names is
 complete, so it is both the marker a resumed run trusts (`completed`: present, and every
 file it names intact) and the partition's fragment of the manifest, which the driver
-merges (`curate.accounting`). While a partition runs, its checkpoint (`part-PPPPP.ckpt.json`)
+merges (`curate.accounting`). While a partition runs, its checkpoint (`part-KKKK.ckpt.json`)
 holds the record so far and where to continue. On disk both are the `to_json()` form with
 sorted keys; a run interrupted on one engine resumes on another from the same files.
 
@@ -71,7 +71,7 @@ class PartitionFiles:
 class PartitionRecord:
     """One partition's counts and files after one pass (the JSON names `pass_index` "pass")."""
 
-    partition: int
+    partition: str  # the partition's key (`Partition.key`), never its place in a run's plan
     pass_index: int
     input: str  # the input file's name (`InputFile.name`)
     read: int = 0  # documents read from the input (first pass; 0 after)
@@ -80,6 +80,7 @@ class PartitionRecord:
     stages: dict[int, StageCounts] = field(default_factory=dict)  # by position in the recipe
     files: PartitionFiles = field(default_factory=PartitionFiles)
     input_stat: list[int] | None = None  # first pass: the input's identity when read
+    digest: str | None = None  # first pass: what the partition held (`io.partition_digest`)
     quarantine_reasons: dict[str, int] | None = None  # counts by reason (quarantine_limits)
     fields_present: dict[str, list[str]] | None = None  # field names seen, by reason
     seconds: float | None = None  # the pass's time; None until complete (a checkpoint's)
@@ -97,6 +98,7 @@ class PartitionRecord:
         }
         optional = {
             "input_stat": self.input_stat,
+            "digest": self.digest,
             "quarantine_reasons": self.quarantine_reasons,
             "fields_present": self.fields_present,
             "seconds": self.seconds,
@@ -115,6 +117,7 @@ class PartitionRecord:
             stages={int(pos): StageCounts.from_dict(c) for pos, c in data["stages"].items()},
             files=PartitionFiles.from_json(data["files"]),
             input_stat=data.get("input_stat"),
+            digest=data.get("digest"),
             quarantine_reasons=data.get("quarantine_reasons"),
             fields_present=data.get("fields_present"),
             seconds=data.get("seconds"),
@@ -146,8 +149,8 @@ class Checkpoint:
         return cls(record, data["consumed"], data["flushes"], data.get("packer"))
 
 
-def completed(staging: Staging, k: int, partition: int) -> PartitionRecord | None:
-    """Partition P's record of pass k, when a previous run completed it and its files are
+def completed(staging: Staging, k: int, partition: str) -> PartitionRecord | None:
+    """Partition K's record of pass k, when a previous run completed it and its files are
     intact; None means the partition runs (again)."""
     path = staging.record(k, partition)
     if not path.exists():
@@ -156,8 +159,8 @@ def completed(staging: Staging, k: int, partition: int) -> PartitionRecord | Non
     return record if record.files.intact(staging) else None
 
 
-def resumable(staging: Staging, k: int, partition: int) -> Checkpoint | None:
-    """Partition P's checkpoint in pass k, when every file it names is intact."""
+def resumable(staging: Staging, k: int, partition: str) -> Checkpoint | None:
+    """Partition K's checkpoint in pass k, when every file it names is intact."""
     path = staging.checkpoint(k, partition)
     if not path.exists():
         return None

@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from curate.collective.local import LocalSummaries
 from curate.engines.barrier_step import write_decision
+from curate.io.batches import with_partition
 from curate.minhash.planted import planted_corpus
 from curate.output.shards import read_stream
 from curate.stages.base import DECISION_SCHEMA, ORDER
@@ -52,17 +53,18 @@ def test_spilled_buckets_decide_as_one_piece_does(tmp_path: Path) -> None:
     decision = stage.decide(cut)
     assert any((tmp_path / "spill-b").iterdir())
     (tmp_path / "pass-1").mkdir()
-    assert write_decision(decision, tmp_path, 1, fsync=False) == expected.num_rows
+    keys = [f"key{p}" for p in range(6)]
+    assert write_decision(decision, tmp_path, 1, keys, fsync=False) == expected.num_rows
     cut.close()
     assert not (tmp_path / "spill-b").exists()
     assert stage.describe() == details | {"decide_seconds": stage.describe()["decide_seconds"]}
 
     written = []
-    for p in range(6):  # each partition's file holds its own rows only, sorted by `_order`
-        path = Staging(tmp_path).decision(1, p)
+    for p in range(6):  # each partition's file holds its own rows only, sorted by `_order`,
+        path = Staging(tmp_path).decision(1, f"key{p}")  # named by the partition's key
         if path.exists():
             table = read_stream(path)
-            orders = table.column(ORDER).to_numpy()
-            assert (orders >> np.uint64(40) == p).all() and (np.diff(orders) > 0).all()
-            written.append(table)
+            orders = table.column(ORDER).to_numpy()  # the row within the partition alone:
+            assert (orders >> np.uint64(40) == 0).all() and (np.diff(orders) > 0).all()
+            written.append(with_partition(table, p))  # the run's index is put back on reading
     assert pa.concat_tables(written).equals(expected.sort_by(ORDER).cast(DECISION_SCHEMA))

@@ -52,7 +52,7 @@ def batches(
 
 def pack(parts: list[pa.RecordBatch], seq_len: int, target: str = "labels") -> tuple[pa.Table, int]:
     spec = ChatPackSpec(seq_len, pa.uint16(), target)
-    packer = spec.start(7)
+    packer = spec.start("0123456789abcdef")
     rows, ended = [], 0
     for b in parts:
         for r, n in packer.feed(b):
@@ -91,7 +91,7 @@ def test_rows_hold_whole_conversations_and_lose_nothing(seq_len: int) -> None:
     for row, nxt in itertools.pairwise(rows):
         first_next = int(nxt["doc_ids"][0][1:])
         assert row["num_tokens"] + lengths[first_next] > seq_len
-    assert rows[0]["id"] == "pack-00007-000000000"
+    assert rows[0]["id"] == "pack-0123456789abcdef-000000000"
 
 
 def test_rows_do_not_depend_on_batching() -> None:

@@ -26,11 +26,11 @@ every time (out of memory, a crash in a stage's library) must stop the run inste
 
 def items(tasks: list[PassTask]) -> list[dict[str, object]]:
     """The rows of the Ray dataset of a pass: each task pickled (stage objects stay small)."""
-    return [{"partition": t.partition.index, "task": pickle.dumps(t)} for t in tasks]
+    return [{"partition": t.partition.key, "task": pickle.dumps(t)} for t in tasks]
 
 
 def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Ray Data UDF: run each row's task; return its partition index and record (JSON).
+    """Ray Data UDF: run each row's task; return its partition key and record (JSON).
 
     A user's error (a `CurateError`: bad input with `on_error: fail`, a full disk) comes
     back as a row, pickled, for the driver to raise as it is: raised here, Ray Data would
@@ -42,7 +42,7 @@ def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     partitions, records, errors = [], [], []
     for blob in batch["task"]:
         task: PassTask = pickle.loads(blob)
-        partitions.append(task.partition.index)
+        partitions.append(task.partition.key)
         try:
             _count_attempt(task)
             records.append(json.dumps(run_pass_task(task).to_json()))
@@ -51,7 +51,7 @@ def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             records.append("")
             errors.append(_pickled(exc))
     return {
-        "partition": np.array(partitions, np.int64),
+        "partition": np.array(partitions, dtype=object),
         "record": np.array(records, dtype=object),
         "error": np.array(errors, dtype=object),
     }
@@ -67,7 +67,7 @@ def _pickled(exc: CurateError) -> bytes:
 
 
 def attempts_path(task: PassTask) -> Path:
-    return task.staging.attempts(task.pass_index, task.partition.index)
+    return task.staging.attempts(task.pass_index, task.partition.key)
 
 
 def _count_attempt(task: PassTask) -> None:
@@ -76,7 +76,7 @@ def _count_attempt(task: PassTask) -> None:
     n = int(path.read_text() or 0) + 1 if path.exists() else 1
     if n > ATTEMPTS:
         raise CurateError(
-            f"partition {task.partition.index} of {task.partition.input.name} (pass "
+            f"partition {task.partition.key} of {task.partition.input.name} (pass "
             f"{task.pass_index + 1}) lost its worker {ATTEMPTS} times; out of memory? "
             "Lower partition_size, or give workers more memory"
         )

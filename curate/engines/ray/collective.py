@@ -35,6 +35,7 @@ import ray
 from curate.collective.frame import Frame, PieceFn, Prepare, Side, Summaries
 from curate.collective.pieces import (
     Files,
+    SummaryFile,
     bucket_range,
     concat,
     hash_buckets,
@@ -155,18 +156,18 @@ class RaySummaries(Summaries):
         """`files`: each summary file with the partition whose rows it holds; `folder`: where
         shuffles write (default: beside the summaries, in the staging folder)."""
         ordered = sorted(files, key=lambda fp: (fp[1], str(fp[0])))
-        self.files = [f for f, _ in ordered]
+        self.files = [SummaryFile(f, p) for f, p in ordered]
         self.partition = [p for _, p in ordered]
         self.partitions = max(self.partition, default=0) + 1
         self.cpus = cpus or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        base = folder or (self.files[0].parent if self.files else Path("."))
+        base = folder or (self.files[0].path.parent if self.files else Path("."))
         self.folder = base / f"collective-{uuid.uuid4().hex[:8]}"
 
     def rows(self, columns: list[str]) -> Frame:
         shape = Shape(self.cpus, self.bucket_bytes, self.map_buckets, self.folder)
         if not self.files:
             return RayFrame([], self.partitions, shape)
-        sizes = [f.stat().st_size for f in self.files]
+        sizes = [f.path.stat().st_size for f in self.files]
         n = min(len(self.files), max(self.cpus, math.ceil(sum(sizes) / self.read_bytes)))
         groups = np.array_split(np.arange(len(self.files)), n)
         pieces: list[Piece] = [

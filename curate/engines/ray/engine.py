@@ -71,7 +71,7 @@ class RayEngine(Engine):
     def run_tasks(
         self,
         tasks: list[PassTask],
-        records: dict[int, PartitionRecord],
+        records: dict[str, PartitionRecord],
         phase: str,
         total: int,
         progress: ProgressFn,
@@ -90,11 +90,11 @@ class RayEngine(Engine):
         for row in ran.iter_rows():
             if row["error"]:  # a user's error (bad input, full disk), as raised
                 raise pickle.loads(row["error"])
-            records[int(row["partition"])] = PartitionRecord.from_json(json.loads(row["record"]))
+            records[str(row["partition"])] = PartitionRecord.from_json(json.loads(row["record"]))
             progress(phase, len(records), total)
 
     def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
-        return RaySummaries(summary_files(job.staging, records))
+        return RaySummaries(summary_files(job.staging, job.partitions, records))
 
     def user_error(self, exc: Exception) -> BaseException | None:
         return user_error(exc)
