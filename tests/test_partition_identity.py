@@ -4,6 +4,7 @@ own input is only touched (issue 16 point 1)."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import re
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import xxhash
 from conftest import REPO, corpus, write_jsonl, write_recipe
@@ -68,14 +70,26 @@ def unique_docs(prefix: str, n: int) -> list[dict[str, Any]]:
     ]
 
 
-def test_touching_an_input_changes_no_shard(tmp_path: Path) -> None:
+@pytest.mark.parametrize("id_field", ["id", None], ids=["own-ids", "derived-ids"])
+def test_touching_an_input_changes_no_shard(tmp_path: Path, id_field: str | None) -> None:
+    """Every unit a key counts in (bytes, a compressed stream, row groups), with ids the
+    records carry or ids derived from the input: touching every input changes not one id
+    or byte of any shard."""
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(300, prefix="a"))
-    write_jsonl(tmp_path / "data" / "b.jsonl", corpus(300, prefix="b"))
-    v1 = build(tmp_path, ["data/*.jsonl"])
-    assert len(v1.manifest["partitions"]) >= 4
-    st = (tmp_path / "data" / "a.jsonl").stat()
-    os.utime(tmp_path / "data" / "a.jsonl", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
-    v2 = build(tmp_path, ["data/*.jsonl"])
+    plain = tmp_path / "data" / "b.jsonl"
+    write_jsonl(plain, corpus(300, prefix="b"))
+    (tmp_path / "data" / "b.jsonl.gz").write_bytes(gzip.compress(plain.read_bytes()))
+    plain.unlink()
+    table = pa.Table.from_pylist(corpus(300, prefix="c"))
+    pq.write_table(table, tmp_path / "data" / "c.parquet", row_group_size=50)
+    inputs = ["data/*.jsonl", "data/*.jsonl.gz", "data/*.parquet"]
+    v1 = build(tmp_path, inputs, id_field=id_field)
+    assert {p["unit"] for p in v1.manifest["partitions"]} == {"bytes", "stream", "row_groups"}
+    assert len(v1.manifest["partitions"]) >= 5
+    for path in (tmp_path / "data").iterdir():
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    v2 = build(tmp_path, inputs, id_field=id_field)
     assert v2.fingerprint != v1.fingerprint  # a new version was built, not the old one found
     assert shards(v2) == shards(v1)
     assert v2.manifest["partitions"] == v1.manifest["partitions"]  # keys and digests too
