@@ -22,6 +22,7 @@ from curate.io.batches import ID, TEXT, FieldSpec, QuarantineRecord, ReadChunk
 from curate.io.columnar import read_columnar
 from curate.io.delimited import DELIMITERS, read_delimited
 from curate.io.inputs import InputFile
+from curate.io.json_array import RecordSink, read_json_array
 from curate.io.jsonl import read_jsonl
 from curate.io.line_numbers import lines_before
 from curate.io.lines import JSONL_FORMATS
@@ -44,9 +45,10 @@ def check_inputs(files: list[InputFile], fields: FieldSpec) -> None:
             at=("fields", name),
         )
     for inp in files:
-        if fields.chat is not None and inp.format not in JSONL_FORMATS:
+        if fields.chat is not None and inp.format not in (*JSONL_FORMATS, "json"):
             raise CurateError(
-                f"{inp.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)",
+                f"{inp.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst) "
+                "or a .json array",
                 at=("inputs",),
             )
 
@@ -95,6 +97,8 @@ def _read(
             "rename it in the input or drop it from the recipe's fields"
         )
     fmt = part.input.format
+    if fmt == "json":  # records of an array: numbered from 0, quarantined from 1
+        sink = RecordSink.like(sink)
     if fields.chat is not None:  # chat records: the chat package maps them to `messages`
         from curate.chat.reader import read_chat_jsonl
 
@@ -107,6 +111,9 @@ def _read(
         if fmt != "hf_disk":
             _check_unchanged(part)
         yield from read_columnar(part, fields, sink, batch_bytes, use_threads)
+    elif fmt == "json":
+        _check_unchanged(part)
+        yield from read_json_array(part, fields, sink, batch_bytes, use_threads, max_document_bytes)
     elif fmt in DELIMITERS:
         _check_unchanged(part)
         yield from read_delimited(part, fields, sink, batch_bytes, max_document_bytes)

@@ -188,6 +188,20 @@ CSV_ROW_TOO_LONG = _reason(
     "csv_row_too_long",
     "a row longer than {limit:,} bytes; the rest of the file was not read",
 )
+EMPTY_RECORD = _reason("empty_record", "malformed JSON array: an empty record (a comma too many)")
+LINE_BREAK_IN_STRING = _reason(
+    "line_break_in_string", "malformed JSON: a line break inside a string"
+)
+TRUNCATED_RECORD = _reason(
+    "truncated_record", "truncated JSON array: the file ends inside this record"
+)
+TRUNCATED_ARRAY = _reason(
+    "truncated_array", "truncated JSON array: the file ends before its closing ]"
+)
+CONTENT_AFTER_ARRAY = _reason("content_after_array", "content after the JSON array's closing ]")
+NOT_AN_OBJECT_RECORD = _reason("not_an_object_record", "record is a JSON {kind}, not an object")
+NOT_A_JSON_OBJECT_RECORD = _reason("not_a_json_object_record", "record is not a JSON object")
+INVALID_UTF8_RECORD = _reason("invalid_utf8_record", "invalid UTF-8 at byte {byte} of the record")
 CORRUPT_STREAM = _reason(
     "corrupt_stream",
     "corrupt {codec} stream near compressed byte {offset}; the rest of the file was not read",

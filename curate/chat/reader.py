@@ -1,4 +1,5 @@
-"""Reading JSONL partitions of chat records into batches of `id`, `messages` and kept fields.
+"""Reading JSONL partitions (or .json arrays) of chat records into batches of `id`,
+`messages` and kept fields.
 
 Each line is parsed with `json.loads` (C) and mapped by `shapes.to_messages`; a line
 that is not JSON, not an object, or not a possible conversation is quarantined with
@@ -23,6 +24,7 @@ from curate.chat.shapes import NO_CONVERSATION, NOT_A_LIST, Messages, to_message
 from curate.chat.spec import ChatInput, messages_type
 from curate.errors import CurateError
 from curate.io.batches import FieldSpec, ReadChunk, field_names
+from curate.io.json_array import records
 from curate.io.lines import JSONL_FORMATS, Block, LongLine, line_blocks, line_ids, split_lines
 from curate.io.partitions import Partition
 from curate.io.records import ErrorSink, FieldProblem, LineIds, type_name
@@ -58,9 +60,10 @@ def read_chat_jsonl(
     batch_bytes: int,
     max_line_bytes: int | None = None,
 ) -> Iterator[ReadChunk]:
-    if part.input.format not in JSONL_FORMATS:
+    if part.input.format not in (*JSONL_FORMATS, "json"):
         raise CurateError(
-            f"{part.input.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)"
+            f"{part.input.name}: chat records are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst) "
+            "or a .json array"
         )
     schema = chat.batch_schema(fields.keep_fields)
     ids = line_ids(part)
@@ -219,7 +222,11 @@ def _lines(
 ) -> Iterator[Line]:
     """(line number from 1, where it starts, line with its newline) for the non-blank lines
     this partition owns; a line over max_line_bytes is set aside unread, as the text reader
-    does."""
+    does. The records of a .json array are lines numbered from 0 (`curate.io.json_array`)."""
+    if part.input.format == "json":
+        for record in records(part, sink, batch_bytes, max_line_bytes):
+            yield record.number, record.offset, record.data
+        return
     number = 1
     for event in line_blocks(part, batch_bytes, max_line_bytes):
         if isinstance(event, Block):

@@ -33,6 +33,7 @@ FORMATS = (
     "arrow",
     "csv",
     "tsv",
+    "json",
     "text_file",
     "text_folder",
     "hf_disk",
@@ -49,6 +50,7 @@ _SUFFIXES = (
     (".parquet", "parquet"),
     (".arrow", "arrow"),
     (".feather", "arrow"),
+    (".json", "json"),
     (".csv", "csv"),
     (".tsv", "tsv"),
     (".txt", "text_file"),
@@ -293,6 +295,11 @@ def _check_content(path: str, fmt: str, size: int, label: str) -> None:
         raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
     if fmt == "text_file":
         return  # any bytes are a text (an empty one included); UTF-8 is checked when read
+    if fmt == "json":
+        problem = _json_problem(path, label)
+        if problem:
+            raise CurateError(f"{label} holds {problem}")
+        return
     if fmt in ("jsonl", "csv", "tsv"):
         if size == 0:
             log.warning("%s is empty", label)
@@ -310,6 +317,22 @@ def _check_content(path: str, fmt: str, size: int, label: str) -> None:
         problem = _arrow_problem(path, head, tail)
     if problem:
         raise CurateError(f"{label} {problem}")
+
+
+def _json_problem(path: str, label: str) -> str | None:
+    """What a .json file holds when it is not an array of records (its first value's kind,
+    from its first bytes other than whitespace), or None."""
+    from curate.io.json_array_scan import WS, top_level
+    from curate.io.lines import BOM
+
+    try:
+        with open(path, "rb") as f:
+            piece = f.read(1 << 16).removeprefix(BOM)
+            while piece and not piece.lstrip(WS):  # whitespace so far: look further
+                piece = f.read(1 << 16)
+    except OSError as exc:
+        raise CurateError(f"{label} cannot be read: {exc.strerror or exc}") from None
+    return top_level(piece)
 
 
 def _zstd_start(head: bytes) -> bool:

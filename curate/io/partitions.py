@@ -11,8 +11,9 @@ file, and counts no lines, because derived ids of plain JSONL are byte offsets
 (`name@offset`, the same whatever the split; line numbers are counted only when a
 message needs one: `curate.io.line_numbers`); a build keeps them in a `PlanCache`.
 Compressed JSONL cannot be split,
-nor can a CSV file (a quoted value may hold a newline, so rows are not lines) or a
-single text file (one document). Columnar inputs and folders are cut between their
+nor can a JSON array (where a record begins is known only by reading all before it), a
+CSV file (a quoted value may hold a newline, so rows are not lines) or a single text file
+(one document). Columnar inputs and folders are cut between their
 natural pieces (row groups, record batches, shards, files), joined greedily up to
 target_bytes, with each partition's first row counted so derived ids (`name:row`)
 stay stable too.
@@ -85,7 +86,7 @@ def _plan(inp: InputFile, target: int, cache: PlanCache | None) -> list[tuple[in
         if cache is not None and len(ranges) > 1:
             cache.keep(inp, target, [0, *(b for _, b in ranges)])
         return [(a, b, 0) for a, b in ranges]
-    if inp.format in ("jsonl.gz", "jsonl.zst", "csv", "tsv", "text_file"):
+    if inp.format in ("jsonl.gz", "jsonl.zst", "json", "csv", "tsv", "text_file"):
         return [(0, inp.size, 0)]
     if inp.format == "text_folder":
         members = folders.members_of(inp.path, inp.format, inp.size, inp.mtime_ns, inp.name)

@@ -113,7 +113,7 @@ def test_format_of_is_case_insensitive_and_rejects_others() -> None:
         "tsv",
         "text_file",
     )
-    assert format_of("x.json") is None
+    assert format_of("x.json") == "json"
     assert format_of("x.gz") is None
 
 

@@ -160,14 +160,15 @@ def chat(i: int) -> dict[str, Any]:
 def test_json_arrays_end_to_end_text_and_chat_read_back_with_datasets(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     docs = [{"id": f"d{i}", "text": f"document {i} has some words"} for i in range(30)]
-    (tmp_path / "data" / "a.json").write_text(json.dumps([*docs, 7], indent=2))
+    text = json.dumps([*docs, 7], indent=2)
+    (tmp_path / "data" / "a.json").write_text(text)
     (tmp_path / "data" / "b.jsonl").write_text('{"id": "j", "text": "a line of words"}\n')
     version = curate.run(write_recipe(tmp_path, inputs=["data/*"]))
     ds = datasets.load_from_disk(str(version.path))
     assert sorted(ds["id"]) == sorted([*(d["id"] for d in docs), "j"])
     assert version.quarantined().to_pylist() == [
         {"file": "data/a.json", "line": 31, "reason": "record is a JSON int, not an object",
-         "bytes": 1}
+         "bytes": 1, "offset": text.rindex("7")}  # where the record is in the file
     ]  # fmt: skip
     c = version.counts
     assert c["read"] == c["written"] + c["removed_total"] + c["quarantined"] == 32
@@ -248,6 +249,7 @@ def test_a_1_gib_value_is_set_aside_unread_with_memory_bounded(tmp_path: Path) -
         (folder / "data").mkdir(parents=True)
         before = ", ".join(json.dumps({"text": f"good record {i} with words"}) for i in range(20))
         with open(folder / "data" / "a.json", "wb") as f:
+            huge_at = len(f"[{before}, ")
             f.write(f'[{before}, {{"text": "'.encode())
             if case == "huge":
                 f.seek(1 << 30, os.SEEK_CUR)
@@ -263,7 +265,8 @@ def test_a_1_gib_value_is_set_aside_unread_with_memory_bounded(tmp_path: Path) -
     version = curate.open(tmp_path / "huge" / "out" / "t")
     [row] = version.quarantined().to_pylist()
     assert row == {"file": "data/a.json", "line": 21, "bytes": len('{"text": ""}') + (1 << 30) + 1,
-                   "reason": "document_too_large: over max_document_bytes (67,108,864 bytes)"}  # fmt: skip
+                   "reason": "document_too_large: over max_document_bytes (67,108,864 bytes)",
+                   "offset": huge_at}  # fmt: skip
     ids = [*(f"data/a.json:{i}" for i in range(20)), "data/a.json:21"]
     assert sorted(version.to_arrow()["id"].to_pylist()) == sorted(ids)
     assert grown < 256 * 2**20, f"peak RSS grew by {grown / 2**20:.0f} MiB"
