@@ -181,7 +181,7 @@ def test_chat_records_in_parquet_are_refused_before_anything_is_written(tmp_path
     message = fails(recipe)
     assert message == (
         f"error: {recipe}:{line_of(recipe, 'inputs:')}: inputs: data/c.parquet: chat records "
-        "are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst)"
+        "are read from JSONL (.jsonl, .jsonl.gz, .jsonl.zst) or a .json array"
     )
     assert not (tmp_path / "out").exists()
 
