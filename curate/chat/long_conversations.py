@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from curate.tokenizers.encoders import flatten
-from curate.tokenizers.long_texts import PIECE_CHARS, cut_points, cuts_safely
+from curate.tokenizers.long_texts import MARKS, PIECE_CHARS, cut_points, cuts_safely
 
 # characters handed to `encode_batch` in one call: with offsets it holds ~170 bytes per
 # character while it runs (measured on Python source with the sample chat tokenizer)
@@ -49,21 +49,22 @@ def chat_cuts_safely(tokenizer_json: str) -> bool:
         content = str(token.get("content", ""))
         if token.get("lstrip") or token.get("rstrip") or token.get("single_word"):
             return False
-        if not content or any(c.isspace() for c in content):
+        if not content or any(c.isspace() or c in MARKS for c in content):
             return False
     return True
 
 
-def is_long(text: str, size: int = PIECE_CHARS) -> bool:
-    return len(text) > size and bool(cut_points(text, size))
+def is_long(text: str, size: int = PIECE_CHARS, marks: bool = False) -> bool:
+    return len(text) > size and bool(cut_points(text, size, marks))
 
 
 def encode_long(
-    tok: Any, text: str, spans: Sequence[Span], size: int = PIECE_CHARS
+    tok: Any, text: str, spans: Sequence[Span], size: int = PIECE_CHARS, marks: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
     """The ids (uint32) and assistant mask (uint8) of one text, from its pieces encoded in
-    calls of about BATCH_CHARS characters (`tok`: a `tokenizers.Tokenizer`)."""
-    bounds = [0, *cut_points(text, size), len(text)]
+    calls of about BATCH_CHARS characters (`tok`: a `tokenizers.Tokenizer`; `marks`: see
+    `cut_points`)."""
+    bounds = [0, *cut_points(text, size, marks), len(text)]
     mask_of = _span_rule(spans)
     ids: list[np.ndarray] = []
     masks: list[np.ndarray] = []

@@ -43,6 +43,7 @@ from curate.chat.long_conversations import chat_cuts_safely, encode_long, is_lon
 from curate.chat.long_pieces import WINDOW_TOKENS, unmappable, windows
 from curate.chat.pieces import Layout, Span, global_spans, token_characters
 from curate.tokenizers.encoders import Encoder, flatten, load_encoder
+from curate.tokenizers.long_texts import cuts_at_marks
 from curate.tokenizers.source import TokenizerSource
 
 OPEN, CLOSE = "\ue000", "\ue001"  # wrap special-token strings found in message contents
@@ -171,6 +172,7 @@ class HFChatTokenizer(ChatTokenizer):
         self.vocab_size = tok.get_vocab_size(with_added_tokens=True)
         self.library = f"tokenizers {tokenizers.__version__} encode_batch"
         self.cuts = chat_cuts_safely(tok.to_str())  # long texts in pieces
+        self.marks = cuts_at_marks(tok.to_str())  # cut before newlines, CJK punctuation too
 
     def encode(self, texts: list[str], spans: list[list[Span]]) -> list[Encoded | Unmappable]:
         """The overlap rule by two lookups per span: the tokens holding its first and last
@@ -180,12 +182,12 @@ class HFChatTokenizer(ChatTokenizer):
         Python costs more than the encoding; the lookups stay in Rust."""
         if not texts:
             return []
-        long = {i for i, t in enumerate(texts) if self.cuts and is_long(t)}
+        long = {i for i, t in enumerate(texts) if self.cuts and is_long(t, marks=self.marks)}
         if long:  # encoded in pieces (curate.chat.long_conversations), the rest as before
             rest = [i for i in range(len(texts)) if i not in long]
             out = self.encode([texts[i] for i in rest], [spans[i] for i in rest])
             for i in sorted(long):
-                out.insert(i, Encoded(*encode_long(self.tok, texts[i], spans[i])))
+                out.insert(i, Encoded(*encode_long(self.tok, texts[i], spans[i], marks=self.marks)))
             return out
         out = []
         encodings = self.tok.encode_batch(texts, add_special_tokens=False)

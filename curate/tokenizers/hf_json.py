@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from curate.tokenizers.encoders import Encoder, ModelDefaults, config_defaults, flatten
-from curate.tokenizers.long_texts import cuts_safely, encode_in_pieces
+from curate.tokenizers.long_texts import cuts_at_marks, cuts_safely, encode_in_pieces
 from curate.tokenizers.source import TokenizerSource
 
 _EOS_NAMES = ("</s>", "<|endoftext|>", "<|end_of_text|>", "<eos>", "<|eos|>", "<|im_end|>")
@@ -27,6 +27,7 @@ _BOS_NAMES = ("<s>", "<|begin_of_text|>", "<bos>", "<|startoftext|>")
 class HFJsonEncoder(Encoder):
     _tok: Any = None
     _cuts: bool = False  # long texts are encoded in pieces (curate.tokenizers.long_texts)
+    _marks: bool = False  # ... cut before newlines and CJK punctuation too
 
     @classmethod
     def load(cls, source: TokenizerSource, threads: int) -> HFJsonEncoder:
@@ -49,6 +50,7 @@ class HFJsonEncoder(Encoder):
             special=special,
             _tok=tok,
             _cuts=cuts_safely(tok.to_str()),
+            _marks=cuts_at_marks(tok.to_str()),
         )
         enc.defaults = config_defaults(source, enc._format_defaults())
         return enc
@@ -65,7 +67,7 @@ class HFJsonEncoder(Encoder):
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if self._cuts:
-            return encode_in_pieces(self._encode, texts)
+            return encode_in_pieces(self._encode, texts, marks=self._marks)
         return self._encode(texts)
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:

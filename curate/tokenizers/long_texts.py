@@ -42,6 +42,7 @@ collapsing, BPE; tested on Mistral's v1, v2, v3 and v7 models).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -53,35 +54,59 @@ BATCH_CHARS = 4 << 20  # characters handed to the library in one call, when piec
 Encode = Callable[[list[str]], tuple[np.ndarray, np.ndarray]]
 
 
-def cut_points(text: str, size: int = PIECE_CHARS) -> list[int]:
+# With Llama 3's and Qwen2's patterns (`marks`), also before a newline or a CJK
+# punctuation mark that follows an ASCII letter or digit or a CJK ideograph of Unicode 1.1:
+# a letter or digit run's match ends there, and these classes are the same in every
+# Unicode version Python or the regex engine may hold. Text without spaces (Chinese,
+# Japanese) is cut so.
+# a newline, the ideographic comma and full stop, the full-width ! , : ; ?
+MARKS = "\n\u3001\u3002\uff01\uff0c\uff1a\uff1b\uff1f"
+_MARK_CUT = re.compile(f"(?<=[0-9A-Za-z\u4e00-\u9fa5])[{MARKS}]")
+
+
+def cut_points(text: str, size: int = PIECE_CHARS, marks: bool = False) -> list[int]:
     """Where to cut `text` into pieces of at least `size` characters: before a space that
-    follows a non-space character and precedes a letter."""
+    follows a non-space character and precedes a letter (and, with `marks`, before one of
+    MARKS that follows a letter or digit of `_MARK_CUT`)."""
     cuts: list[int] = []
     n = len(text)
-    i = text.find(" ", size)
-    while 0 < i < n - 1:
-        if not text[i - 1].isspace() and text[i + 1].isalpha():
-            cuts.append(i)
-            i = text.find(" ", i + size)
-        else:
+    at = size
+    mark = -1  # the first mark cut at or after `at`, once searched; n when there is none
+    while at < n:
+        i = text.find(" ", at)
+        while 0 < i < n - 1 and (text[i - 1].isspace() or not text[i + 1].isalpha()):
             i = text.find(" ", i + 1)
+        i = i if 0 < i < n - 1 else n
+        if marks:
+            if mark < at:
+                found = _MARK_CUT.search(text, at)
+                mark = found.start() if found else n
+            i = min(i, mark)
+        if i >= n:
+            break
+        cuts.append(i)
+        at = i + size
     return cuts
 
 
 def encode_in_pieces(
-    encode: Encode, texts: list[str], size: int = PIECE_CHARS, drop_space: bool = False
+    encode: Encode,
+    texts: list[str],
+    size: int = PIECE_CHARS,
+    drop_space: bool = False,
+    marks: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """`encode(texts)` with texts longer than `size` cut at `cut_points`, the pieces encoded
     in calls of about BATCH_CHARS characters, and the ids of each text's pieces joined.
     `drop_space`: the space at a cut is left out, for a tokenizer that puts it back in
-    front of every call (SentencePiece's dummy prefix)."""
+    front of every call (SentencePiece's dummy prefix). `marks`: see `cut_points`."""
     if not any(len(t) > size for t in texts):
         return encode(texts)
     pieces: list[str] = []
     owner: list[int] = []
     for i, text in enumerate(texts):
         start = 0
-        for cut in cut_points(text, size) if len(text) > size else ():
+        for cut in cut_points(text, size, marks) if len(text) > size else ():
             pieces.append(text[start:cut])
             owner.append(i)
             start = cut + 1 if drop_space else cut
@@ -133,7 +158,16 @@ def cuts_safely(tokenizer_json: str) -> bool:
         content = str(token.get("content", ""))
         if token.get("lstrip") or token.get("rstrip") or any(c.isspace() for c in content):
             return False
+        if pre.get("type") != "ByteLevel" and any(c in MARKS for c in content):
+            return False  # a token could match across a cut before a mark
     return True
+
+
+def cuts_at_marks(tokenizer_json: str) -> bool:
+    """Whether a tokenizer.json that `cuts_safely` is in Llama 3's or Qwen2's layout, whose
+    long texts may also be cut before MARKS."""
+    pre = json.loads(tokenizer_json).get("pre_tokenizer") or {}
+    return _split_then_byte_level(pre)
 
 
 def _byte_level(step: dict[str, Any], regex: bool) -> bool:

@@ -44,6 +44,7 @@ class BPEEncoder(Encoder):
     _rank_bytes: np.ndarray | None = None
     _cuts: bool = False  # long texts in pieces: tekken's, Llama 3's or Qwen2's pattern
     # (curate.tokenizers.long_texts)
+    _marks: bool = False  # ... cut before newlines and CJK punctuation too: Llama 3's, Qwen2's
 
     def warm(self) -> None:
         if self._enc is None:
@@ -60,7 +61,7 @@ class BPEEncoder(Encoder):
 
     def encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         if self._cuts:
-            return encode_in_pieces(self._encode, texts)
+            return encode_in_pieces(self._encode, texts, marks=self._marks)
         return self._encode(texts)
 
     def _encode(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -202,5 +203,6 @@ class TiktokenEncoder(BPEEncoder):
             _enc=enc,
             _rank_bytes=rank_bytes(ranks),
             _cuts=pat in SPLIT_PATTERNS,  # Llama 3's (original/tokenizer.model) or Qwen2's
+            _marks=pat in SPLIT_PATTERNS,
             pattern=pat,
         )

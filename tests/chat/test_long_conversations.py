@@ -28,7 +28,7 @@ from curate.tokenizers.long_texts import PIECE_CHARS, cut_points
 from curate.tokenizers.source import resolve_source
 
 sys.path.insert(0, str(REPO / "tests" / "tokenizers"))
-from split_bpe import split_bpe_folder, tricky_text
+from split_bpe import cjk_text, split_bpe_folder, tricky_text
 from varied_strings import varied_strings
 
 STRINGS = varied_strings(3000, seed=6)
@@ -88,14 +88,16 @@ def test_tokenizer_json_conversations_in_pieces_equal_whole(tmp_path: Path, whic
     texts = conversations(rng, 12)
     if size == 1:
         texts += conversations(rng, 12, lambda: tricky_text(rng, rng.randint(1, 60)))
+        texts += conversations(rng, 12, lambda: cjk_text(rng, rng.randint(1, 200)))
+    assert tok.marks == (size == 1)  # Llama 3's and Qwen2's: cut before MARKS too
     cuts = marked = compared = 0
     for text, spans in texts:
         assert len(text) < PIECE_CHARS and not is_long(text)  # the reference: whole texts
-        cuts += len(cut_points(text, size))
+        cuts += len(cut_points(text, size, tok.marks))
         for found in variants(rng, text, spans):
             [whole] = tok.encode([text], [found])
             assert isinstance(whole, Encoded)
-            ids, mask = encode_long(tok.tok, text, found, size=size)
+            ids, mask = encode_long(tok.tok, text, found, size=size, marks=tok.marks)
             assert ids.dtype == whole.ids.dtype and mask.dtype == whole.mask.dtype
             assert np.array_equal(ids, whole.ids)
             assert np.array_equal(mask, whole.mask), found
@@ -136,3 +138,15 @@ def test_what_could_see_across_a_cut_is_never_cut() -> None:
                   for t in data["added_tokens"]]  # fmt: skip
         assert not chat_cuts_safely(json.dumps({**data, "added_tokens": tokens})), change
     assert not chat_cuts_safely(json.dumps({**data, "normalizer": {"type": "NFC"}}))
+
+
+def test_a_special_token_holding_a_mark_stops_cuts_in_split_layouts(tmp_path: Path) -> None:
+    """Llama 3's and Qwen2's layouts are also cut before newlines and CJK punctuation, so a
+    special token holding one (parsed out of chat texts) could see across such a cut."""
+    folder = split_bpe_folder(tmp_path / "tok", "qwen2", TEMPLATES["chatml"])
+    data = json.loads((folder / "tokenizer.json").read_text())
+    assert chat_cuts_safely(json.dumps(data))
+    for content in ("<|im\uff0cstart|>", "\u3002"):
+        tokens = [{**t, "content": content} if t["content"] == "<|im_start|>" else t
+                  for t in data["added_tokens"]]  # fmt: skip
+        assert not chat_cuts_safely(json.dumps({**data, "added_tokens": tokens})), content

@@ -72,7 +72,10 @@ def train_split_bpe(layout: str, vocab_size: int = 1500) -> Any:
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
         show_progress=False,
     )
-    tok.train_from_iterator(varied_strings(800, seed=1) + tricky_texts(200, seed=1), trainer)
+    rng = random.Random(1)
+    texts = varied_strings(800, seed=1) + tricky_texts(200, seed=1)
+    texts += [cjk_text(rng, 300) for _ in range(100)]
+    tok.train_from_iterator(texts, trainer)
     tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in spec["special"]])
     tok.add_tokens([AddedToken(t, special=False, normalized=False) for t in spec["added"]])
     return tok
@@ -123,3 +126,30 @@ def tricky_text(rng: random.Random, n: int) -> str:
 def tricky_texts(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return [tricky_text(rng, rng.randint(1, 400)) for _ in range(n)]
+
+
+# Beside the marks a cut may precede: ideographs of Unicode 1.1 and later ones (U+9FA6 on,
+# extension A), kana, other CJK punctuation, and what may follow a mark.
+CJK_PARTS = [
+    "\n", "\u3001", "\u3002", "\uff01", "\uff0c", "\uff1a", "\uff1b", "\uff1f", "\u300c",
+    "\u300d", "\u2026", "\uff08", "\uff09", "\u9fa6", "\u9fef", "\u3400", "\u3005", "\u30fc",
+    "\u3041", "\u30a2", "\u0301", "\u3099", "\u309a", "1", "23", "x", "Ab", " ", "\n\n", ".",
+    "'s",
+]  # fmt: skip
+
+
+IDEOGRAPHS = "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去"
+
+
+def cjk_text(rng: random.Random, n: int) -> str:
+    """Mostly ideographs, with the parts above between them."""
+    out = []
+    for _ in range(n):
+        roll = rng.random()
+        if roll < 0.5:  # a few common ones, so that merges join them
+            out.append("".join(rng.choices(IDEOGRAPHS, k=rng.randint(1, 4))))
+        elif roll < 0.6:
+            out.append(chr(rng.randint(0x4E00, 0x9FA5)))
+        else:
+            out.append(rng.choice(CJK_PARTS))
+    return "".join(out)

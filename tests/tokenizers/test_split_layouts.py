@@ -19,17 +19,26 @@ from typing import Any
 
 import numpy as np
 import pytest
-from split_bpe import LAYOUTS, split_bpe_folder, train_split_bpe, tricky_text, tricky_texts
+from split_bpe import (
+    LAYOUTS,
+    cjk_text,
+    split_bpe_folder,
+    train_split_bpe,
+    tricky_text,
+    tricky_texts,
+)
 from varied_strings import varied_strings
 
 from curate.tokenizers.encoders import load_encoder
-from curate.tokenizers.long_texts import cut_points, cuts_safely, encode_in_pieces
+from curate.tokenizers.long_texts import MARKS, cut_points, cuts_safely, encode_in_pieces
 from curate.tokenizers.source import resolve_source
 
 STRINGS = varied_strings(1000, seed=21)
 TEXTS = tricky_texts(150, seed=5) + [
     " ".join(STRINGS[i : i + 200]) for i in range(0, 1000, 200)
-] + ["\n".join(STRINGS[::-1]), "".join(STRINGS[:200])]  # fmt: skip
+] + ["\n".join(STRINGS[::-1]), "".join(STRINGS[:200])] + [
+    cjk_text(random.Random(k), 2000) for k in range(20)
+]  # fmt: skip
 
 
 @pytest.fixture(scope="module", params=sorted(LAYOUTS))
@@ -39,14 +48,16 @@ def encoder(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
 
 
 def test_both_layouts_are_cut(encoder: Any) -> None:
-    assert encoder._cuts
+    assert encoder._cuts and encoder._marks
 
 
 def test_pieces_cut_at_every_allowed_point_equal_the_whole(encoder: Any) -> None:
     encode = encoder._encode
     flat_w, len_w = encode(TEXTS)
-    flat_p, len_p = encode_in_pieces(encode, TEXTS, size=1)
+    flat_p, len_p = encode_in_pieces(encode, TEXTS, size=1, marks=True)
     assert sum(len(cut_points(t, 1)) for t in TEXTS) > 10_000
+    before_marks = sum(len(cut_points(t, 1, True)) - len(cut_points(t, 1)) for t in TEXTS)
+    assert before_marks > 5_000
     assert np.array_equal(len_w, len_p)
     assert np.array_equal(flat_w, flat_p)
 
@@ -65,6 +76,12 @@ def test_cuts_the_rule_does_not_allow_change_ids(encoder: Any) -> None:
     whole = list(encode([text])[0])
     assert in_pieces(encode, text, cut_points(text, 1)) == whole
     assert in_pieces(encode, text, [i + 1 for i in cut_points(text, 1)]) != whole
+    cjk = cjk_text(random.Random(7), 3000)
+    whole = list(encode([cjk])[0])
+    at_marks = [i for i in cut_points(cjk, 1, True) if cjk[i] != " "]
+    assert in_pieces(encode, cjk, at_marks) == whole
+    assert in_pieces(encode, cjk, [i + 1 for i in at_marks]) != whole
+    assert in_pieces(encode, cjk, [i - 1 for i in at_marks]) != whole
     word = "tokenizer tokenizer"
     assert in_pieces(encode, word, [14]) != list(encode([word])[0])
     if '"NFC"' in encoder.source.main.read_text():
@@ -84,6 +101,8 @@ def test_nfc_never_composes_across_a_space_nor_makes_one() -> None:
     assert nfc.normalize_str(" ".join(chars[::-1])) == " ".join(alone[::-1])
     assert not [c for c, a in zip(chars, alone, strict=True) if not c.isspace() and a[-1].isspace()]
     assert nfc.normalize_str("e\u0301 \u0301e") == "\u00e9 \u0301e"  # composes, not across
+    for mark in MARKS:  # the same for the marks a cut may precede
+        assert nfc.normalize_str(mark.join(chars)) == mark.join(alone), repr(mark)
 
 
 def test_what_the_argument_does_not_cover_encodes_whole(tmp_path: Path) -> None:
@@ -116,9 +135,10 @@ def test_what_the_argument_does_not_cover_encodes_whole(tmp_path: Path) -> None:
         {**data, "normalizer": {"type": "NFKC"}},
         {**data, "normalizer": {"type": "Lowercase"}},
         {**data, "normalizer": {"type": "Sequence", "normalizers": [{"type": "NFC"}]}},
-        {**data, "added_tokens": [*data["added_tokens"], {
-            "id": 9999, "content": "a b", "special": False, "lstrip": False, "rstrip": False,
-            "single_word": False, "normalized": False}]},
+        *({**data, "added_tokens": [*data["added_tokens"], {
+            "id": 9999, "content": content, "special": False, "lstrip": False,
+            "rstrip": False, "single_word": False, "normalized": False}]}
+          for content in ("a b", "\u597d\uff0c", "x\nx")),
     ]  # fmt: skip
     for i, changed in enumerate(unproven):
         assert not cuts_safely(json.dumps(changed)), i
@@ -157,13 +177,14 @@ def test_tiktoken_ranks_with_either_pattern_are_cut(tmp_path: Path, layout: str)
     table = byte_of_char()
     vocab = train_split_bpe("llama3").get_vocab(with_added_tokens=False)
     ranks = {bytes(table[c] for c in token): i for token, i in vocab.items()}
-    path = tmp_path / "tokenizer.model"
-    path.write_text("".join(f"{base64.b64encode(b).decode()} {i}\n" for b, i in ranks.items()))
+    path = tmp_path / "llama3.tiktoken"
+    lines = sorted((i, base64.b64encode(b).decode()) for b, i in ranks.items())
+    path.write_text("".join(f"{b} {i}\n" for i, b in lines))
     source = resolve_source(str(path), "", "auto")
     enc = load_encoder(source, pattern=LAYOUTS[layout]["pattern"])
     assert enc._cuts
     flat_w, len_w = enc._encode(TEXTS)
-    flat_p, len_p = encode_in_pieces(enc._encode, TEXTS, size=1)
+    flat_p, len_p = encode_in_pieces(enc._encode, TEXTS, size=1, marks=True)
     assert np.array_equal(len_w, len_p)
     assert np.array_equal(flat_w, flat_p)
     word = "tokenizer tokenizer"
