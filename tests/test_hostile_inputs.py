@@ -267,14 +267,41 @@ def test_a_60_mb_document_through_every_stage_stays_within_2_gb_of_an_idle_run(
     assert grown < 2 * 2**30
 
 
+def chinese_document(size: int, seed: int = 3) -> str:
+    """Sentences of ideographs ending in a full-width comma or an ideographic full stop, a
+    newline after every seventh: no spaces at all.
+    `size` counts UTF-8 bytes (three per character)."""
+    import random
+    import sys
+
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO / "tests" / "tokenizers"))
+    from split_bpe import IDEOGRAPHS
+
+    rng = random.Random(seed)
+    parts, total, n = [], 0, 0
+    while total < size:
+        n += 1
+        chars = [rng.choice(IDEOGRAPHS) if rng.random() < 0.8 else chr(rng.randint(0x4E00, 0x9FA5))
+                 for _ in range(rng.randint(8, 30))]  # fmt: skip
+        sentence = "".join(chars) + rng.choice("\uff0c\uff0c\uff0c\u3002") + "\n" * (n % 7 == 0)
+        parts.append(sentence)
+        total += len(sentence.encode())
+    return "".join(parts)
+
+
 @pytest.mark.timeout(1800)
+@pytest.mark.parametrize("layout", ["llama3", "qwen2"])
 def test_a_60_mb_document_through_llama_3s_tokenizer_layout_stays_within_2_gb_of_an_idle_run(
-    tmp_path: Path,
+    tmp_path: Path, layout: str
 ) -> None:
-    """Issue 14: a tokenizer.json in Llama 3's layout (a Split regex, then ByteLevel with
-    none; Qwen2's too) encoded a long text whole, ~170 bytes per character. The tokenize
-    stage alone (the test above pins the others) with a tokenizer trained in that layout,
-    with and without a 60 MB document, one worker: the peak RSS of the run's processes may
+    """Issue 14: a tokenizer.json in Llama 3's or Qwen2's layout (a Split regex, then
+    ByteLevel with none; Qwen2's with NFC) encoded a long text whole, ~170 bytes per
+    character (10 GiB for 60 MB of English with Llama 3's), and a text without spaces
+    (Chinese) even when the layout was cut (7 GiB for 60 MB with Qwen2's). The tokenize
+    stage alone (the test above pins the others) with a tokenizer trained in the layout,
+    with and without the document, one worker: the peak RSS of the run's processes may
     grow by less than 2 GB, and the document is written."""
     import sys
 
@@ -283,20 +310,21 @@ def test_a_60_mb_document_through_llama_3s_tokenizer_layout_stays_within_2_gb_of
     sys.path.insert(0, str(REPO / "tests" / "tokenizers"))
     from split_bpe import split_bpe_folder
 
-    source = split_bpe_folder(tmp_path / "tok", "llama3")
+    source = split_bpe_folder(tmp_path / "tok", layout)
     stages = [{"tokenize": {"source": str(source), "eos": True}}]
     good = [{"id": f"g{i}", "text": big_document(800, seed=i)} for i in range(20)]
+    big = big_document(60 << 20) if layout == "llama3" else chinese_document(60 << 20)
     peaks = {}
-    for name, docs in (("idle", good), ("big", [{"id": "big", "text": big_document(60 << 20)},
-                                                 *good])):  # fmt: skip
+    for name, docs in (("idle", good), ("big", [{"id": "big", "text": big}, *good])):
         folder = tmp_path / name
         (folder / "data").mkdir(parents=True)
-        (folder / "data" / "a.jsonl").write_bytes(lines(docs))
+        text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in docs)
+        (folder / "data" / "a.jsonl").write_text(text, encoding="utf-8")
         recipe = write_recipe(folder, inputs=["data/*"], stages=stages)
         peaks[name], counts = peak_rss(recipe)
         assert counts["written"] == len(docs), counts
     grown = peaks["big"] - peaks["idle"]
-    print(f"\n60 MB document (Llama 3 layout): peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
+    print(f"\n60 MB document ({layout} layout): peak RSS {peaks['big'] / 2**30:.2f} GiB, idle "
           f"{peaks['idle'] / 2**30:.2f} GiB, grown {grown / 2**30:.2f} GiB")  # fmt: skip
     assert grown < 2 * 2**30
 

@@ -18,14 +18,15 @@ the cut, and with a pre-tokenizer and normalizer this argument was checked for
   so the matches from the cut on are those of the piece that starts there; no
   alternative matches a non-space character followed by a space, so the cut ends a match;
   the one lookahead, `\\s+(?!\\S)`, never reaches the end of the left piece, which ends
-  in a non-space character;
-  The same holds for tiktoken ranks split with either pattern (Llama 3's original
+  in a non-space character. The same holds before a newline or CJK punctuation after an
+  ASCII letter or digit or an ideograph (`MARKS`): only letter runs (and contractions,
+  which end in a letter) hold a letter, only digit runs a digit. The same holds for tiktoken ranks split with either pattern (Llama 3's original
   tokenizer.model with `pattern:`): tiktoken encodes each match on its own, and has no
   normalizer;
 - with that layout, no normalizer or NFC (Qwen2's). A space has combining class 0, no
   decomposition, and composes with nothing on either side, so NFC of the whole text is
   NFC of the pieces joined, and NFC turns no other character into a space (checked for
-  every code point with the library's own normalizer).
+  every code point with the library's own normalizer, as for `MARKS`).
 
 tests/tokenizers/test_long_texts.py compares pieces with whole texts on the sample
 tokenizer and Mistral's tekken files; tests/tokenizers/test_split_layouts.py on tokenizers
