@@ -20,9 +20,9 @@ the cut, and with a pre-tokenizer and normalizer this argument was checked for
   the one lookahead, `\\s+(?!\\S)`, never reaches the end of the left piece, which ends
   in a non-space character. The same holds before a newline or CJK punctuation after an
   ASCII letter or digit or an ideograph (`MARKS`): only letter runs (and contractions,
-  which end in a letter) hold a letter, only digit runs a digit. The same holds for tiktoken ranks split with either pattern (Llama 3's original
-  tokenizer.model with `pattern:`): tiktoken encodes each match on its own, and has no
-  normalizer;
+  which end in a letter) hold a letter, only digit runs a digit. The same holds for
+  tiktoken ranks split with either pattern (Llama 3's original tokenizer.model with
+  `pattern:`): tiktoken encodes each match on its own, and has no normalizer;
 - with that layout, no normalizer or NFC (Qwen2's). A space has combining class 0, no
   decomposition, and composes with nothing on either side, so NFC of the whole text is
   NFC of the pieces joined, and NFC turns no other character into a space (checked for
