@@ -521,6 +521,6 @@ def test_a_huge_text_file_is_set_aside_unread(tmp_path: Path) -> None:
     version = curate.open(tmp_path / "huge" / "out" / "t")
     [row] = version.quarantined().to_pylist()
     assert row == {"file": "notes/b.txt", "line": None, "bytes": len("a huge note") + (1 << 30) + 1,
-                   "reason": "document_too_large: over max_document_bytes (67,108,864 bytes)"}  # fmt: skip
+                   "offset": None, "reason": "document_too_large: over max_document_bytes (67,108,864 bytes)"}  # fmt: skip
     assert sorted(version.to_arrow()["id"].to_pylist()) == ["notes/a.txt", "notes/c.txt"]
     assert grown < 256 * 2**20, f"peak RSS grew by {grown / 2**20:.0f} MiB"
