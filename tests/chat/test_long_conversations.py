@@ -28,7 +28,7 @@ from curate.tokenizers.long_texts import PIECE_CHARS, cut_points
 from curate.tokenizers.source import resolve_source
 
 sys.path.insert(0, str(REPO / "tests" / "tokenizers"))
-from split_bpe import cjk_text, split_bpe_folder, tricky_text
+from split_bpe import IDEOGRAPHS, cjk_text, split_bpe_folder, tricky_text
 from varied_strings import varied_strings
 
 STRINGS = varied_strings(3000, seed=6)
@@ -150,3 +150,29 @@ def test_a_special_token_holding_a_mark_stops_cuts_in_split_layouts(tmp_path: Pa
         tokens = [{**t, "content": content} if t["content"] == "<|im_start|>" else t
                   for t in data["added_tokens"]]  # fmt: skip
         assert not chat_cuts_safely(json.dumps({**data, "added_tokens": tokens})), content
+
+
+def test_a_long_text_without_spaces_is_cut_at_marks(tmp_path: Path) -> None:
+    """In Qwen2's layout a long conversation in Chinese (no spaces: no cut before a space)
+    is cut before its punctuation, with the ids and mask of the whole text."""
+    folder = split_bpe_folder(tmp_path / "tok", "qwen2", TEMPLATES["chatml"])
+    tok = load_chat_tokenizer(resolve_source(str(folder), str(tmp_path)))
+    assert isinstance(tok, HFChatTokenizer) and tok.cuts and tok.marks
+    rng = random.Random(5)
+
+    def chinese(n: int) -> str:
+        return "".join("".join(rng.choices(IDEOGRAPHS, k=rng.randint(5, 20))) + "\uff0c"
+                       for _ in range(n // 12))  # fmt: skip
+
+    text = f"<|im_start|>user\n{chinese(PIECE_CHARS)}<|im_end|>\n<|im_start|>assistant\n"
+    start = len(text)
+    text += f"{chinese(PIECE_CHARS)}<|im_end|>"
+    spans = [(start, len(text))]
+    text += "\n"
+    assert not is_long(text) and is_long(text, marks=True)
+    [got] = tok.encode([text], [spans])
+    tok.cuts = False  # the reference: the whole text
+    [whole] = tok.encode([text], [spans])
+    assert isinstance(got, Encoded) and isinstance(whole, Encoded)
+    assert np.array_equal(got.ids, whole.ids) and np.array_equal(got.mask, whole.mask)
+    assert 0 < int(got.mask.sum()) < len(got.mask)
