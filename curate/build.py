@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from curate import accounting, input_watch
-from curate.dirfd import Folder
+from curate.dirfd import Folder, write_atomic
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.engines.tasks import RunSettings
 from curate.errors import CurateError
@@ -48,7 +48,7 @@ from curate.software import host, versions
 from curate.stages.base import BarrierStage, Stage
 from curate.staging.names import Staging, published_side_name, version_path
 from curate.staging.record import PartitionRecord
-from curate.store import Store, write_atomic
+from curate.store import Store
 from curate.version import Version
 
 if TYPE_CHECKING:
@@ -233,10 +233,7 @@ class Build:
         out = job.staging.out
         final = merged_shards(
             job.staging.root,
-            [
-                (part.key, rec.files.shards)
-                for part, rec in zip(job.partitions, result.records[-1], strict=True)
-            ],
+            [(rec.partition, rec.files.shards) for rec in result.records[-1]],  # by key
             r.output.shard_size,
             fsync=r.output.fsync,
             file_mode=int(r.output.file_mode, 8),

@@ -176,6 +176,12 @@ class Folder:
         _remove_dir(self.fd, name, phase)
 
 
+def write_atomic(path: Path, text: str, *, mode: int = 0o640, fsync: bool = True) -> None:
+    """Replace the file at `path` (in a folder of the build's own, e.g. a staging folder)."""
+    with Folder(os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY), path.parent) as folder:
+        folder.write_atomic(path.name, text, mode, fsync=fsync)
+
+
 def _why(exc: OSError, path: Path, lstat: Callable[[], os.stat_result]) -> OSError:
     """A folder that could not be opened: say so plainly when it is a link (O_DIRECTORY with
     O_NOFOLLOW gives ENOTDIR or ELOOP for one)."""

@@ -40,12 +40,6 @@ _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex 
 _OWN = "curate reads and writes its own files only inside the dataset folder: remove the link"
 
 
-def write_atomic(path: Path, text: str, *, mode: int = 0o640, fsync: bool = True) -> None:
-    """Replace the file at `path` (in a folder of the build's own, e.g. a staging folder)."""
-    with Folder(os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY), path.parent) as folder:
-        folder.write_atomic(path.name, text, mode, fsync=fsync)
-
-
 class Store:
     """The versions of one dataset under an output root.
 

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from curate.digests import sha256_file
-from curate.dirfd import Folder
+from curate.dirfd import write_atomic
 from curate.errors import CurateError
 from curate.output.shard_groups import Output, merge_groups
 from curate.output.shards import write_batches
@@ -65,8 +65,7 @@ def merged_shards(
             for w, (_, members) in zip(written, plan, strict=True)
         ]
         text = json.dumps({"format": 1, "merged": merged}, indent=1, sort_keys=True) + "\n"
-        with Folder(os.open(root, os.O_RDONLY | os.O_DIRECTORY), root) as folder:
-            folder.write_atomic(record, text, file_mode, fsync=fsync)
+        write_atomic(root / record, text, mode=file_mode, fsync=fsync)
     for _, members in plan:
         mark("merge")
         for m in members:
