@@ -27,6 +27,7 @@ from curate.engines.job import Job, ProgressFn
 from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
 from curate.engines.ray.collective import RaySummaries
 from curate.engines.ray.connect import init, start_local
+from curate.engines.ray.settle import settle
 from curate.engines.tasks import PassTask
 from curate.staging.record import PartitionRecord
 
@@ -57,6 +58,7 @@ class RayEngine(Engine):
 
     def close(self) -> None:
         if self._owns_ray and ray.is_initialized():
+            settle()  # a Ray Data thread left running would end the process at shutdown
             ray.shutdown()
         self._owns_ray = False
 
