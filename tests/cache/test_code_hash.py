@@ -1,0 +1,178 @@
+"""A stage's code hash follows its code: an edit to normalize.py changes normalize's hash and no
+other stage's; the same code gives the same hash in any process and from any folder; a user
+stage's hash follows its file and the modules of its package it imports.
+
+Each hash is taken in a fresh process with a copy of the code on PYTHONPATH, as a later run
+would see an edited checkout (hashes are cached per process).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import curate
+from curate.cache.code import code_hash, stage_code_hashes
+from curate.stages.registry import BUILTIN, resolve
+
+_SCRIPT = """
+import json, sys
+import curate
+from curate.cache.code import code_hash
+from curate.stages.registry import BUILTIN, resolve
+assert curate.__file__.startswith(sys.argv[1]), curate.__file__
+names = sys.argv[2:] or list(BUILTIN)
+print(json.dumps({name: code_hash(resolve(name)) for name in names}))
+"""
+
+
+def _hashes(path: Path, *names: str) -> dict[str, str]:
+    """Code hashes of stages (built-in names or dotted paths), in a new process on `path`."""
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    out = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, str(path), *names],
+        env=env, cwd=path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    result: dict[str, str] = json.loads(out.stdout)
+    return result
+
+
+def _copy_curate(folder: Path) -> Path:
+    shutil.copytree(
+        Path(curate.__file__).parent,
+        folder / "curate",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    return folder
+
+
+def _edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def untouched(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    return _hashes(_copy_curate(tmp_path_factory.mktemp("untouched")))
+
+
+def test_the_same_code_hashes_the_same_in_any_process_and_folder(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    here = {name: code_hash(resolve(name)) for name in BUILTIN}
+    assert untouched == here  # another process, another folder: module names and bytes only
+    assert _hashes(_copy_curate(tmp_path)) == untouched
+    assert len(set(here.values())) == len(BUILTIN)
+    assert all(len(h) == 64 for h in here.values())
+
+
+def test_editing_normalize_changes_normalize_and_no_other_stage(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    root = _copy_curate(tmp_path)
+    # a real edit: the default Unicode form's constant moves to a module-level name
+    _edit(
+        root / "curate" / "stages" / "normalize.py",
+        "from curate.arrow_text import utf8_slices\n",
+        "from curate.arrow_text import utf8_slices\n\n_EDITED = 1  # a bug fix would go here\n",
+    )
+    edited = _hashes(root)
+    changed = {name for name in BUILTIN if edited[name] != untouched[name]}
+    assert changed == {"normalize"}  # no built-in stage imports normalize
+
+
+def test_editing_a_library_module_changes_exactly_the_stages_that_import_it(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    root = _copy_curate(tmp_path)
+    # imported by minhash_dedup and by no other stage
+    lsh = root / "curate" / "minhash" / "lsh.py"
+    lsh.write_text(lsh.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    # imported by tokenize, so by chat_template too (it imports tokenize)
+    policy = root / "curate" / "tokenizers" / "policy.py"
+    policy.write_text(policy.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    edited = _hashes(root)
+    changed = {name for name in BUILTIN if edited[name] != untouched[name]}
+    assert changed == {"minhash_dedup", "tokenize", "chat_template"}
+
+
+def test_editing_the_stage_base_changes_every_stage(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    root = _copy_curate(tmp_path)
+    base = root / "curate" / "stages" / "base.py"
+    base.write_text(base.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    edited = _hashes(root)
+    assert all(edited[name] != untouched[name] for name in BUILTIN)
+
+
+_USER_STAGE = """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from curate.stages.base import MapStage
+
+if TYPE_CHECKING:
+    from mylab import typing_only
+
+LIMIT = {limit}
+
+
+class Upper(MapStage):
+    name = "upper"
+
+    def process(self, batch):
+        from .helpers import upper  # inside a function, relative: still counted
+
+        return upper(batch, self.text_field)
+"""
+
+
+def test_a_user_stage_follows_its_file_and_its_package_modules(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    pkg = tmp_path / "mylab"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "stage.py").write_text(textwrap.dedent(_USER_STAGE.format(limit=1)))
+    (pkg / "helpers.py").write_text("def upper(batch, field):\n    return batch\n")
+    (pkg / "typing_only.py").write_text("X = 1\n")
+    (pkg / "unrelated.py").write_text("Y = 1\n")
+    (tmp_path / "curate").symlink_to(Path(curate.__file__).parent)
+
+    def user_hash() -> str:
+        return _hashes(tmp_path, "mylab.stage:Upper")["mylab.stage:Upper"]
+
+    first = user_hash()
+    assert user_hash() == first
+    (pkg / "unrelated.py").write_text("Y = 2\n")
+    (pkg / "typing_only.py").write_text("X = 2\n")  # imported for type checking only
+    assert user_hash() == first
+    (pkg / "stage.py").write_text(textwrap.dedent(_USER_STAGE.format(limit=2)))
+    second = user_hash()
+    assert second != first
+    (pkg / "helpers.py").write_text("def upper(batch, field):\n    return batch  # fixed\n")
+    assert user_hash() not in {first, second}
+
+
+def test_stage_code_hashes_are_per_stage_in_order() -> None:
+    from curate.stages.exact_dedup import ExactDedup
+    from curate.stages.normalize import Normalize
+
+    stages = [
+        Normalize(Normalize.Params()),
+        ExactDedup(ExactDedup.Params()),
+        Normalize(Normalize.Params(form="NFKC")),
+    ]
+    hashes = stage_code_hashes(stages)
+    assert hashes == [code_hash(Normalize), code_hash(ExactDedup), code_hash(Normalize)]
+    assert hashes[0] != hashes[1]
