@@ -1,4 +1,8 @@
 """The stage cache: stage outputs kept per partition, reused by a later run.
 
 code.py    a stage's code, hashed (its module and the curate modules it imports)
+store.py   the on-disk store of entries: checked before reuse, LRU-evicted, locked
+writer.py  an entry being written, invisible until its atomic commit
+meta.py    an entry's meta.json: each file's size and xxh3_128, checked against it
+names.py   the names the store gives and accepts (keys, file names, temp folders)
 """

@@ -1,0 +1,120 @@
+"""An entry being written: a private folder inside the cache root, invisible until commit.
+
+The caller writes its files at `path(name)`; `commit` checksums each (and fsyncs it when
+the recipe asks), writes meta.json, gives everything the recipe's modes and renames the
+folder to `<key[:2]>/<key>` in one rename(2). Killed before the rename, only a
+`.tmp-<pid>-<hex>` folder remains, which nobody reads and the next sweep removes; killed
+after, the entry is complete. While being written the folder is 0700 (the files hold text
+from before the PII stage); at commit it gets the recipe's dir mode.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import secrets
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from curate.cache.meta import file_digest, meta_text
+from curate.cache.names import META, check_name
+from curate.phases import mark
+
+if TYPE_CHECKING:
+    from curate.cache.store import StageCache
+
+
+def temp_name() -> str:
+    """A name matching `names.TEMP`: unique per process and call."""
+    return f".tmp-{os.getpid()}-{secrets.token_hex(6)}"
+
+
+class EntryWriter:
+    """Files for one key, committed at once or not at all (`with` aborts when not committed)."""
+
+    def __init__(self, cache: StageCache, key: str) -> None:
+        self.key = key
+        self._cache = cache
+        self._name = temp_name()
+        self._folder = cache.root().folder(self._name, 0o700)
+        self._path = cache.spec.root / self._name
+        self._open = True
+        self.landed: bool | None = None  # after commit: False when another writer's won
+
+    def __enter__(self) -> EntryWriter:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self._open:
+            self.abort()
+
+    def path(self, name: str) -> Path:
+        """Where to write the file `name` of the entry (a plain name: no folders)."""
+        return self._path / check_name(name)
+
+    def commit(self, meta: dict[str, Any]) -> bool:
+        """Make the entry visible under its key with `meta`; False when an entry was already
+        committed there (by another run): that one stays, ours is dropped."""
+        if not self._open:
+            raise RuntimeError("this entry was already committed or aborted")
+        spec = self._cache.spec
+        try:
+            files = self._checksummed()
+            self._folder.write_atomic(META, meta_text(self.key, files, meta), spec.file_mode,
+                                      fsync=spec.fsync)  # fmt: skip
+            self._folder.chmod(spec.dir_mode)
+            if spec.fsync:
+                self._folder.fsync()
+            mark("cache_write")  # crash tests kill here: complete, but not yet visible
+            root = self._cache.root()
+            with root.folder(self.key[:2], spec.dir_mode) as shard:
+                try:
+                    root.rename(self._name, shard, self.key)
+                    self.landed = True
+                except OSError as exc:  # ENOTEMPTY: another writer committed it first
+                    if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                        raise
+                    self.landed = False
+                if self.landed and spec.fsync:
+                    shard.fsync()
+            mark("cache_commit")
+        except BaseException:
+            self.abort()
+            raise
+        self._open = False
+        self._folder.close()
+        if not self.landed:
+            self._remove()
+        return self.landed
+
+    def abort(self) -> None:
+        """Drop everything written (nothing of it was ever visible)."""
+        self._open = False
+        self._folder.close()
+        self._remove()
+
+    def _remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self._cache.root().remove_tree(self._name)
+
+    def _checksummed(self) -> dict[str, dict[str, Any]]:
+        """Each file's size and xxh3_128, its mode set to the recipe's (it may have been
+        created under any umask, by a library that writes through its own path)."""
+        spec = self._cache.spec
+        files: dict[str, dict[str, Any]] = {}
+        for entry in sorted(self._folder.scandir(), key=lambda e: e.name):
+            name = check_name(entry.name)
+            fd = self._folder.open_file(name, os.O_RDONLY | os.O_NONBLOCK)
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise ValueError(f"stage cache entry file {name!r} is not a regular file")
+                os.fchmod(fd, spec.file_mode)
+                size, digest = file_digest(fd)
+                if spec.fsync:
+                    os.fsync(fd)
+            finally:
+                os.close(fd)
+            files[name] = {"size": size, "xxh3_128": digest}
+        return files
