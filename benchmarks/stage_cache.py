@@ -1,0 +1,487 @@
+"""The stage cache (issue 17): what a cold run costs with it, and what reruns save.
+
+    python -m benchmarks.stage_cache                      # 300 MB, 5 rounds, the default
+    python -m benchmarks.stage_cache --size 20 --rounds 1 --no-write   # smoke test
+
+Corpus: benchmarks/corpus.py's (--size MB of man pages, docs and Python sources in files
+of about 50 MB, 30% of its bytes exact copies). Recipe: the full pre-training recipe of
+benchmarks/partition_parallelism.py (normalize, exact_dedup, minhash_dedup, pii, tokenize
+with Mistral 7B's SentencePiece model from the mistral-common wheel, `threads: 1`, packed
+into 4096-token rows), 2 workers, Arrow pools and RAYON_NUM_THREADS pinned to 1.
+
+Before the rounds, from scratch (cache off, a fresh root each): the recipe with tekken
+240911 in place of the SentencePiece model (R1: other ids, other vocabulary), R1 with the
+MinHash threshold 0.7 instead of 0.8 (R2), and the recipe without tokenize, whose shards
+(the post-PII text) are written into one Arrow file (post_pii.arrow). These builds are the
+references every rerun is compared with, and the warm-up.
+
+Each round, in one dataset root, each step changing one thing from the one before:
+  cold      R0 with the cache on (the default) and R0 with `output.cache: false` in
+            another fresh root, in alternating order: CPU and wall of each, and the
+            cache's size on disk (<root>/<name>/.cache/stages) after the cold run;
+  tokenizer R1 in the same root, and beside it (alternating order) a recipe of tokenize
+            alone over post_pii.arrow in a fresh root, cache off: rerun wall / that wall;
+  threshold R2 in the same root: MinHash signatures computed (the manifest's
+            minhash_dedup counter or detail named signatures_computed; "unknown" when
+            the tree does not count them) and rerun wall / the cold run's wall;
+  touch     every input's mtime set to now, bytes unchanged, then R2 again: whether a
+            new version was built (it should not be) and the wall time, beside the time
+            to hash the inputs (xxh3_128, one core) for scale.
+
+Every version a step publishes is compared file by file with the reference build of the
+same recipe (the cold cache-on run with the cache-off one): shards, rejected/,
+quarantine/, state and info files byte for byte, manifests as JSON without time, host and
+the keys benchmarks/stage_cache_outputs.py lists (the version's name, the recipe's path,
+the cache setting, touched mtimes). Any difference is printed and the script exits 1.
+
+Until `output.cache` exists in the tree under test (issue 17's store lands it), both cold
+runs leave the key out and the results say so. Each run waits up to --patience seconds for
+a second with at most --max-load cores of other load, runs at nice -10 in a session of its
+own under benchmarks/reaper.py (CPU of the whole tree), and records the foreign load
+(cores other processes kept busy). Results: benchmarks/results/stage_cache-<size>.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from benchmarks import corpus as corpora
+from benchmarks import stage_cache_outputs as outputs
+from benchmarks.compare_commits import niced
+from benchmarks.partition_parallelism import (
+    _own_cpu,
+    machine_busy,
+    pinned_env,
+    prepare,
+    pretrain_recipe,
+    wait_for_quiet,
+)
+from benchmarks.tokenize_convert import mistral_file
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+WORK = HERE / "work" / "stage_cache"
+RESULTS = HERE / "results"
+NICE = -10
+NAME = "pretrain"
+SECOND_TOKENIZER = "tekken_240911.json"
+THRESHOLDS = (0.8, 0.7)
+TARGETS = {"cold_cpu": 1.10, "tokenizer_wall": 1.2}
+
+
+@dataclass
+class Run:
+    round: int
+    step: str
+    wall_s: float
+    cpu_s: float
+    foreign_load: float
+    version: str
+    new_version: bool
+    cache_bytes: int = 0
+    cache_disk_bytes: int = 0
+    signatures: int | None = None
+    cache_said: dict[str, Any] = field(default_factory=dict)
+    differences: int = 0
+
+
+# --- recipes ---------------------------------------------------------------------------
+
+
+def recipe(
+    files: list[Path], tokenizer: str | None, threshold: float, cache: bool, has_cache: bool
+) -> dict[str, Any]:
+    """The pre-training recipe over files, its output in `out` beside the recipe file (so
+    every build's manifest names the same root); tokenizer: a mistral-common file name, or
+    None for no tokenize stage. cache False writes `output.cache: false` when the tree
+    has that key; True leaves the default."""
+    r = pretrain_recipe(files[0], Path("out"), workers=2, partition_size=None)
+    r["name"] = NAME
+    r["inputs"] = [str(f) for f in files]
+    r["output"] = {"root": "out"}
+    if not cache and has_cache:
+        r["output"]["cache"] = False
+    stages = r["stages"]
+    stages[2]["minhash_dedup"] = {"threshold": threshold}
+    if tokenizer is None:
+        r["stages"] = [s for s in stages if "tokenize" not in s]
+    else:
+        stages[4]["tokenize"]["source"] = str(mistral_file(tokenizer))
+    return r
+
+
+def tokenize_only(source: Path, tokenizer: str, has_cache: bool) -> dict[str, Any]:
+    """tokenize alone (the same parameters) over the materialized post-PII text."""
+    full = recipe([source], tokenizer, THRESHOLDS[0], cache=False, has_cache=has_cache)
+    full["stages"] = [s for s in full["stages"] if "tokenize" in s]
+    return full
+
+
+def tree_has_cache_option(tree: Path) -> bool:
+    """Whether the tree under test's recipe has `output.cache` (issue 17's store)."""
+    probe = "from curate.recipe import OutputSpec; print('cache' in OutputSpec.model_fields)"
+    done = subprocess.run(
+        [sys.executable, "-c", probe], env=pinned_env(tree), capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
+    return done.stdout.strip() == "True"
+
+
+# --- one run ---------------------------------------------------------------------------
+
+
+def run(
+    r: dict[str, Any], folder: Path, step: str, rnd: int, args: argparse.Namespace, fresh: bool
+) -> tuple[Run, Path]:
+    """One `curate run` of r in folder (emptied first when fresh) under the reaper: the
+    measurement and the folder of the version it returned."""
+    if fresh:
+        shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "recipe.yaml"
+    path.write_text(json.dumps(r, indent=1))  # JSON is YAML
+    dataset = folder / "out" / NAME
+    before = set(versions(dataset))
+    for name in r["inputs"]:
+        warm(Path(name))
+    os.sync()
+    wait_for_quiet(args.max_load, args.patience)
+    cli = str(Path(sys.executable).with_name("curate"))
+    result, log = folder / f"{step}.rusage.json", folder / f"{step}.log"
+    own, busy = _own_cpu(), machine_busy()
+    with open(folder / f"{step}.stdout", "wb") as out, open(log, "wb") as err:
+        done = subprocess.run(
+            [sys.executable, "-P", str(HERE / "reaper.py"), str(result), "--", cli, "run",
+             str(path)],
+            env=pinned_env(args.tree), cwd="/", stdout=out, stderr=err, **niced(NICE),
+        )  # fmt: skip
+    busy, own = machine_busy() - busy, _own_cpu() - own
+    if done.returncode != 0:
+        tail = log.read_text(errors="replace")[-3000:]
+        raise SystemExit(f"curate run {path} exited {done.returncode}:\n{tail}")
+    usage = json.loads(result.read_text())
+    cpu = usage["user_s"] + usage["sys_s"]
+    latest = (dataset / "LATEST").read_text().strip()
+    manifest = json.loads((dataset / latest / "manifest.json").read_text())
+    apparent, disk = outputs.cache_usage(dataset / ".cache" / "stages")
+    measured = Run(
+        round=rnd,
+        step=step,
+        wall_s=round(usage["wall_s"], 3),
+        cpu_s=round(cpu, 3),
+        foreign_load=round(max(0.0, busy - own - cpu) / usage["wall_s"], 3),
+        version=latest,
+        new_version=latest not in before,
+        cache_bytes=apparent,
+        cache_disk_bytes=disk,
+        signatures=outputs.signatures_computed(manifest),
+        cache_said=outputs.stage_outcomes(manifest),
+    )
+    return measured, dataset / latest
+
+
+def versions(dataset: Path) -> list[str]:
+    if not dataset.is_dir():
+        return []
+    return [p.name for p in dataset.iterdir() if p.is_dir() and p.name[1:].isdigit()]
+
+
+def warm(path: Path) -> None:
+    """An input into the page cache (without touching its atime or mtime)."""
+    with open(path, "rb") as handle:
+        while handle.read(8 << 20):
+            pass
+
+
+def check(rerun: Path, scratch: Path, label: str, touched: bool = False) -> int:
+    """Compare and print; the number of differences."""
+    problems = outputs.compare_versions(rerun, scratch, touched)
+    if problems:
+        print(f"  DIFFERENT {label}: {rerun} against {scratch}", flush=True)
+        for line in problems[:30]:
+            print(f"      {line}", flush=True)
+        if len(problems) > 30:
+            print(f"      ... and {len(problems) - 30} more", flush=True)
+    else:
+        print(f"  identical {label}: {len(outputs.files_under(rerun))} files", flush=True)
+    return len(problems)
+
+
+def hash_seconds(files: list[Path]) -> float:
+    """Seconds to hash every input (xxh3_128, this process, one core, page cache warm)."""
+    import xxhash
+
+    for f in files:
+        warm(f)
+    started = time.perf_counter()
+    for f in files:
+        h = xxhash.xxh3_128()
+        with open(f, "rb") as handle:
+            while chunk := handle.read(8 << 20):
+                h.update(chunk)
+    return time.perf_counter() - started
+
+
+# --- the rounds ------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    files: list[Path]
+    has_cache: bool
+    r0: dict[str, Any]
+    r0_off: dict[str, Any]
+    r1: dict[str, Any]
+    r2: dict[str, Any]
+    tok_only: dict[str, Any]
+    refs: dict[str, Path]
+
+
+def references(files: list[Path], args: argparse.Namespace) -> tuple[Setup, list[Run]]:
+    """The recipes, and the from-scratch builds every rerun is compared with."""
+    has = tree_has_cache_option(args.tree)
+    sp, tk = "tokenizer.model.v1", SECOND_TOKENIZER
+    r0 = recipe(files, sp, THRESHOLDS[0], cache=True, has_cache=has)
+    r0_off = recipe(files, sp, THRESHOLDS[0], cache=False, has_cache=has)
+    r1 = recipe(files, tk, THRESHOLDS[0], cache=True, has_cache=has)
+    r2 = recipe(files, tk, THRESHOLDS[1], cache=True, has_cache=has)
+    post_pii = WORK / "post_pii.arrow"
+    setup = Setup(files, has, r0, r0_off, r1, r2, tokenize_only(post_pii, tk, has), {})
+    runs = []
+    for step, r in (
+        ("ref_tokenizer", r1),
+        ("ref_threshold", r2),
+        ("ref_post_pii", recipe(files, None, THRESHOLDS[0], cache=True, has_cache=has)),
+    ):
+        off = copy.deepcopy(r)
+        if has:
+            off["output"]["cache"] = False
+        measured, version = run(off, WORK / step, step, -1, args, fresh=True)
+        runs.append(measured)
+        setup.refs[step] = version
+        print(describe(measured), flush=True)
+    rows = outputs.materialize(setup.refs["ref_post_pii"], post_pii)
+    print(f"  {post_pii}: {rows} rows, {post_pii.stat().st_size / 1e6:.1f} MB", flush=True)
+    return setup, runs
+
+
+def one_round(rnd: int, s: Setup, args: argparse.Namespace) -> tuple[list[Run], int]:
+    """The four steps of a round: its runs and the number of byte differences found."""
+    dataset, off_root, tok_root = WORK / "dataset", WORK / "cold_off", WORK / "tokenize_only"
+    runs: dict[str, Run] = {}
+    versions_of: dict[str, Path] = {}
+    differences = 0
+
+    def do(step: str, r: dict[str, Any], folder: Path, fresh: bool) -> None:
+        runs[step], versions_of[step] = run(r, folder, step, rnd, args, fresh)
+        print(describe(runs[step]), flush=True)
+
+    cold = [("cold_off", s.r0_off, off_root), ("cold_on", s.r0, dataset)]
+    for step, r, folder in cold if rnd % 2 == 0 else cold[::-1]:
+        do(step, r, folder, fresh=True)
+    differences += tally(runs["cold_on"], check(
+        versions_of["cold_on"], versions_of["cold_off"], "cold run, cache on / off"))  # fmt: skip
+    tok = [("tokenize_only", s.tok_only, tok_root, True), ("tokenizer", s.r1, dataset, False)]
+    for step, r, folder, fresh in tok if rnd % 2 == 0 else tok[::-1]:
+        do(step, r, folder, fresh)
+    differences += tally(runs["tokenizer"], check(
+        versions_of["tokenizer"], s.refs["ref_tokenizer"], "tokenizer changed"))  # fmt: skip
+    do("threshold", s.r2, dataset, fresh=False)
+    differences += tally(runs["threshold"], check(
+        versions_of["threshold"], s.refs["ref_threshold"], "threshold changed"))  # fmt: skip
+    stat = {f: f.stat() for f in s.files}
+    now = time.time_ns()
+    for f in s.files:
+        os.utime(f, ns=(now, now))
+    do("touch", s.r2, dataset, fresh=False)
+    for f, st in stat.items():  # as the references saw them, for the next round
+        os.utime(f, ns=(st.st_atime_ns, st.st_mtime_ns))
+    if runs["touch"].new_version:
+        differences += tally(runs["touch"], check(
+            versions_of["touch"], s.refs["ref_threshold"], "inputs touched (rebuilt)",
+            touched=True))  # fmt: skip
+    elif runs["touch"].version != runs["threshold"].version:
+        print("  DIFFERENT: touching returned another existing version", flush=True)
+        differences += tally(runs["touch"], 1)
+    for folder in (off_root, tok_root):
+        shutil.rmtree(folder, ignore_errors=True)
+    return list(runs.values()), differences
+
+
+def tally(r: Run, n: int) -> int:
+    r.differences += n
+    return n
+
+
+def describe(r: Run) -> str:
+    extra = ""
+    if r.cache_bytes:
+        extra += f"  cache {r.cache_bytes / 1e6:.1f} MB"
+    if r.step == "threshold" or r.step == "cold_on":
+        extra += f"  signatures {'unknown' if r.signatures is None else r.signatures}"
+    return (
+        f"  r{r.round} {r.step:14s} wall {r.wall_s:8.2f} s  CPU {r.cpu_s:8.2f} s  "
+        f"{r.version}{' (new)' if r.new_version else ' (existing)'}  "
+        f"foreign load {r.foreign_load:4.2f}{extra}"
+    )
+
+
+# --- verdict and report ----------------------------------------------------------------
+
+
+def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
+    """Medians of the rounds against the issue's targets, as report lines."""
+    by: dict[str, list[Run]] = {}
+    for r in runs:
+        if r.round >= 0:
+            by.setdefault(r.step, []).append(r)
+    rounds = sorted({r.round for r in runs if r.round >= 0})
+
+    def one(step: str, rnd: int) -> Run:
+        return next(r for r in by[step] if r.round == rnd)
+
+    def med(values: list[float]) -> float:
+        return statistics.median(values)
+
+    cold_cpu = med([one("cold_on", i).cpu_s / one("cold_off", i).cpu_s for i in rounds])
+    cold_wall = med([one("cold_on", i).wall_s / one("cold_off", i).wall_s for i in rounds])
+    tok = med([one("tokenizer", i).wall_s / one("tokenize_only", i).wall_s for i in rounds])
+    thr = med([one("threshold", i).wall_s / one("cold_on", i).wall_s for i in rounds])
+    sigs = {one("threshold", i).signatures for i in rounds}
+    sig_text = "unknown (the tree does not count them)" if None in sigs else str(sorted(sigs))
+    rebuilt = sum(one("touch", i).new_version for i in rounds)
+    cache = med([float(one("cold_on", i).cache_bytes) for i in rounds])
+    cache_disk = med([float(one("cold_on", i).cache_disk_bytes) for i in rounds])
+    load = max(r.foreign_load for r in runs if r.round >= 0)
+
+    def m(step: str, what: str) -> float:
+        return med([getattr(r, what) for r in by[step]])
+
+    def ok(met: bool) -> str:
+        return "ok" if met else "MISSED"
+
+    without = "NO: both cold runs ran without the key, i.e. alike"
+    lines = [
+        f"output.cache in the tree: {'yes' if s.has_cache else without}",
+        f"cold run: cache on CPU {m('cold_on', 'cpu_s'):.2f} s wall "
+        f"{m('cold_on', 'wall_s'):.2f} s; cache off CPU {m('cold_off', 'cpu_s'):.2f} s wall "
+        f"{m('cold_off', 'wall_s'):.2f} s",
+        f"cold CPU on / off: {cold_cpu:.3f} (median of rounds; target <= {TARGETS['cold_cpu']}: "
+        f"{ok(cold_cpu <= TARGETS['cold_cpu'])}); wall on / off {cold_wall:.3f}",
+        f"cache on disk after the cold run: {cache / 1e6:.1f} MB ({cache_disk / 1e6:.1f} MB "
+        f"allocated)",
+        f"tokenizer changed: rerun wall {m('tokenizer', 'wall_s'):.2f} s, tokenize alone on the "
+        f"post-PII data {m('tokenize_only', 'wall_s'):.2f} s; rerun / alone {tok:.3f} (median of "
+        f"rounds; target <= {TARGETS['tokenizer_wall']}: {ok(tok <= TARGETS['tokenizer_wall'])})",
+        f"threshold changed: signatures computed {sig_text} (target 0: "
+        f"{ok(sigs == {0})}); rerun wall {m('threshold', 'wall_s'):.2f} s, "
+        f"{thr:.3f}x the cold run's (median of rounds)",
+        f"inputs touched: {rebuilt} of {len(rounds)} reruns built a new version (target 0: "
+        f"{ok(rebuilt == 0)}); wall {m('touch', 'wall_s'):.2f} s (hashing every input, one "
+        f"core: {hash_s:.3f} s)",
+        f"foreign load, worst run: {load:.2f} cores",
+    ]
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size", type=int, default=300, help="corpus MB")
+    parser.add_argument("--rounds", type=int, default=5, help="paired rounds")
+    parser.add_argument("--tree", type=Path, default=REPO, help="the curate checkout to run")
+    parser.add_argument("--max-load", type=float, default=0.1, help="cores, before each run")
+    parser.add_argument("--patience", type=float, default=30.0, help="seconds to wait for it")
+    parser.add_argument("--no-write", action="store_true", help="print only")
+    args = parser.parse_args()
+
+    info = corpora.build(args.size)
+    files = [info.folder / name for name in info.files]
+    prepare(args.tree)
+    commit = git(args.tree, "rev-parse", "--short", "HEAD")
+    print(f"{info.folder}: {info.describe()}", flush=True)
+    print(f"tree {args.tree} at {commit}", flush=True)
+    setup, runs = references(files, args)
+    if not setup.has_cache:
+        print("  (no output.cache in this tree: both cold runs leave the key out)", flush=True)
+    differences = 0
+    for rnd in range(args.rounds):
+        found, diffs = one_round(rnd, setup, args)
+        runs += found
+        differences += diffs
+    lines = verdict(runs, setup, hash_seconds(files))
+    if differences:
+        lines.append(f"BYTE COMPARISON FAILED: {differences} difference(s), see the log")
+    else:
+        lines.append("every version identical to its build from scratch")
+    print("\n".join(lines), flush=True)
+    if not args.no_write:
+        write_results(args, info, commit, runs, lines)
+    sys.exit(1 if differences else 0)
+
+
+def git(tree: Path, *command: str) -> str:
+    done = subprocess.run(["git", "-C", str(tree), *command], capture_output=True, text=True)
+    return done.stdout.strip()
+
+
+def write_results(
+    args: argparse.Namespace, info: corpora.CorpusInfo, commit: str, runs: list[Run],
+    lines: list[str],
+) -> None:  # fmt: skip
+    dirty = (
+        " (with uncommitted changes)" if git(args.tree, "status", "--porcelain", "curate") else ""
+    )
+    command = "python -m benchmarks.stage_cache " + " ".join(sys.argv[1:])
+    rows = [
+        "| round | step | wall s | CPU s | version | cache MB | signatures | foreign load |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in runs:
+        sigs = "" if r.step not in ("cold_on", "threshold") else str(r.signatures or "unknown")
+        if r.signatures == 0:
+            sigs = "0"
+        rows.append(
+            f"| {r.round if r.round >= 0 else 'ref'} | {r.step} | {r.wall_s:.2f} | "
+            f"{r.cpu_s:.2f} | {r.version}{' new' if r.new_version else ''} | "
+            f"{r.cache_bytes / 1e6:.1f} | {sigs} | {r.foreign_load:.2f} |"
+        )
+    text = "\n".join(
+        [
+            "# Stage cache: cold cost and reruns (issue 17)",
+            "",
+            f"Corpus: {info.describe()}. Recipe: normalize, exact_dedup, minhash_dedup "
+            "(threshold 0.8), pii, tokenize (Mistral 7B SentencePiece v1, `threads: 1`, packed "
+            "4096), 2 workers, default partition_size; Arrow pools and RAYON_NUM_THREADS "
+            f"pinned to 1. Reruns: tokenizer -> {SECOND_TOKENIZER}; then threshold -> "
+            f"{THRESHOLDS[1]}; then every input touched. curate {commit}{dirty} ({args.tree}); "
+            f"{platform.python_version()}, {os.cpu_count()} cores; "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
+            "",
+            *rows,
+            "",
+            *[f"- {line}" for line in lines],
+            "",
+            f"Command: `{command}`",
+            "",
+        ]
+    )
+    name = f"stage_cache-{args.size}"
+    (RESULTS / f"{name}.md").write_text(text)
+    (RESULTS / f"{name}.json").write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n")
+    print(f"wrote {RESULTS / name}.md")
+
+
+if __name__ == "__main__":
+    main()
