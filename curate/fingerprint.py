@@ -5,8 +5,8 @@ with the fingerprint is returned as is. It covers the recipe in canonical form
 (without the settings that only change how or where a run happens: engine, output
 root, fsync, permission modes), each input's identity (path, size and modification
 time: cheap, no input is read), curate's version and output layout, and the versions of
-whatever each stage's output depends on (the Unicode version of normalize, a user
-stage's source).
+whatever each stage's output depends on (the Unicode version of normalize, each stage's
+code: its module and the modules it imports, built-in stages included).
 """
 
 from __future__ import annotations
@@ -20,21 +20,25 @@ from typing import Any
 import xxhash
 
 from curate import __version__
+from curate.cache.code import code_hash
 from curate.errors import recipe_part
 from curate.input_watch import hash_unchanged
 from curate.io.inputs import InputFile
 from curate.recipe import Recipe
 from curate.stages.base import Stage
-from curate.stages.registry import BUILTIN, source_hash
 
 _OUTPUT_HOW = {"root", "fsync", "file_mode", "dir_mode", "check_space"}
 
 
 def content_recipe(recipe: Recipe) -> dict[str, Any]:
     """The resolved recipe minus the settings that cannot change the output."""
-    data = recipe.resolved()
-    data.pop("engine", None)
-    data["output"] = {k: v for k, v in data["output"].items() if k not in _OUTPUT_HOW}
+    return content_keys(recipe.resolved())
+
+
+def content_keys(resolved: dict[str, Any]) -> dict[str, Any]:
+    """A resolved recipe (a manifest's too) minus the settings that cannot change the output."""
+    data = {k: v for k, v in resolved.items() if k != "engine"}
+    data["output"] = {k: v for k, v in data.get("output", {}).items() if k not in _OUTPUT_HOW}
     return data
 
 
@@ -94,13 +98,18 @@ def cached_content_hashes(
     return out
 
 
+CODE_KEY = "code_sha256"
+"""The key of a stage's code hash in its software record (curate/cache/code.py)."""
+
+
 def stage_software(stages: list[Stage]) -> list[dict[str, str]]:
+    """What each stage's output depends on besides data and parameters: its libraries'
+    versions and its code, built-in stages included (a bug fix in one rebuilds)."""
     out = []
     for i, stage in enumerate(stages):
         with recipe_part("stages", i, stage.name):  # a tokenizer that is not there, ...
             soft = dict(stage.software())
-        if stage.name not in BUILTIN or type(stage).__module__.split(".")[0] != "curate":
-            soft["source_sha256"] = source_hash(type(stage))
+        soft[CODE_KEY] = code_hash(type(stage))
         out.append(soft)
     return out
 

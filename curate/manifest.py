@@ -64,7 +64,11 @@ class StageRecord(_Model):
         "(documents per detected language, per benchmark).",
     )
     seconds: float = Field(description="Worker seconds summed over partitions.")
-    software: dict[str, str]
+    software: dict[str, str] = Field(
+        description="What its output depends on besides data and parameters: library versions, "
+        "files it reads (a tokenizer's sha256), and code_sha256, the hash of its code (its "
+        "module and the modules of its package that module imports)."
+    )
     details: dict[str, Any] = Field(default_factory=dict)
 
 

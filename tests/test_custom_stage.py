@@ -1,4 +1,4 @@
-"""A user's stage named by dotted path runs like a built-in, and its source is in the fingerprint."""
+"""A user's stage named by dotted path runs like a built-in, and its code is in the fingerprint."""
 
 from __future__ import annotations
 
@@ -23,7 +23,12 @@ def test_dotted_path_stages(tmp_path: Path) -> None:
     version = curate.run(recipe)
     assert version.to_arrow().column("text").to_pylist() == ["KEEP ME"]
     assert version.counts["removed"] == {"0:drop_keyword": {"mentions_keyword": 1}}
-    assert "source_sha256" in version.manifest["stages"][0]["software"]
+    from custom_stages import DropKeyword
+
+    from curate.cache.code import code_hash
+
+    software = version.manifest["stages"][0]["software"]
+    assert software["code_sha256"] == code_hash(DropKeyword)
 
 
 def test_a_stage_module_not_on_the_path_says_how_to_make_it_importable(tmp_path: Path) -> None:

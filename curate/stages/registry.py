@@ -7,7 +7,6 @@ stages are listed here by module path and imported only when a recipe names them
 from __future__ import annotations
 
 import difflib
-import hashlib
 import importlib
 import inspect
 
@@ -63,12 +62,3 @@ def resolve(name: str) -> type[Stage]:
         f"unknown stage '{name}'{suggestion}; built-in stages: {known}; "
         "or give a dotted path to your own Stage class, e.g. 'mypkg.stages:MyStage'"
     )
-
-
-def source_hash(stage_cls: type[Stage]) -> str:
-    """sha256 of a user stage's module source: editing the stage's code changes the dataset."""
-    try:
-        source = inspect.getsource(inspect.getmodule(stage_cls) or stage_cls)
-    except (OSError, TypeError):
-        source = stage_cls.__qualname__
-    return hashlib.sha256(source.encode()).hexdigest()

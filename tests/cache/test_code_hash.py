@@ -176,3 +176,52 @@ def test_stage_code_hashes_are_per_stage_in_order() -> None:
     hashes = stage_code_hashes(stages)
     assert hashes == [code_hash(Normalize), code_hash(ExactDedup), code_hash(Normalize)]
     assert hashes[0] != hashes[1]
+
+
+_RUN = """
+import sys
+from curate.cli import main
+sys.exit(main())
+"""
+
+
+def test_an_edit_to_a_built_in_stage_rebuilds_and_the_manifest_names_each_stages_code(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    """curate's version number is the same before and after a bug fix: the code hash in the
+    fingerprint is what rebuilds, and each stage record says which code made it."""
+    root = _copy_curate(tmp_path / "code")
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "a.jsonl").write_text(
+        "".join(json.dumps({"id": str(i), "text": f"doc {i % 3}"}) + "\n" for i in range(9))
+    )
+    recipe = project / "recipe.yaml"
+    recipe.write_text(
+        "name: t\ninputs: [data/*.jsonl]\nid_field: id\n"
+        "stages: [{normalize: {}}, {exact_dedup: {}}]\n"
+        "output: {root: out, fsync: false}\nengine: {workers: 1}\n"
+    )
+
+    def run() -> dict[str, str]:
+        env = {**os.environ, "PYTHONPATH": str(root)}
+        subprocess.run(
+            [sys.executable, "-c", _RUN, "run", "--quiet", str(recipe)],
+            env=env, cwd=project, check=True, capture_output=True,
+        )  # fmt: skip
+        latest = (project / "out" / "t" / "LATEST").read_text().strip()
+        manifest = json.loads((project / "out" / "t" / latest / "manifest.json").read_text())
+        return {s["name"]: s["software"]["code_sha256"] for s in manifest["stages"]}
+
+    first = run()
+    assert first == {n: untouched[n] for n in ("normalize", "exact_dedup")}
+    assert run() == first and not (project / "out" / "t" / "v2").exists()  # up to date
+    _edit(
+        root / "curate" / "stages" / "normalize.py",
+        "from curate.arrow_text import utf8_slices\n",
+        "from curate.arrow_text import utf8_slices\n\n_EDITED = 1  # a bug fix would go here\n",
+    )
+    second = run()
+    assert (project / "out" / "t" / "v2").is_dir()
+    assert second["exact_dedup"] == first["exact_dedup"]
+    assert second["normalize"] != first["normalize"]
