@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from curate import accounting, input_watch
+from curate.cache.settings import decide_cache
+from curate.cache.store import CacheSpec
 from curate.dirfd import Folder, write_atomic
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.engines.tasks import RunSettings
@@ -60,8 +62,19 @@ log = logging.getLogger(__name__)
 _EXPANSION = {"jsonl.gz": 4.0, "jsonl.zst": 5.0, "parquet": 3.0}
 
 
-def space_needed(recipe: Recipe, files: list[InputFile], store: Store, fp: str) -> int:
-    """Bytes a build may still need: staged data once per barrier plus the version itself.
+def cache_needed(recipe: Recipe, files: list[InputFile]) -> int:
+    """Bytes a run may add to the stage cache: per stage, its output rows and the rows it
+    removed (about its input), plus one stage's worth for what stages add (token ids) and
+    barriers' bases (hashes, signatures). An upper estimate: reused entries add nothing."""
+    decoded = sum(f.size * _EXPANSION.get(f.format, 1.0) for f in files)
+    return int(decoded * (len(recipe.stages) + 1) * 1.1)
+
+
+def space_needed(
+    recipe: Recipe, files: list[InputFile], store: Store, fp: str, *, cache: bool = False
+) -> int:
+    """Bytes a build may still need: staged data once per barrier plus the version itself,
+    and with `cache` what it may add to the stage cache.
 
     An upper estimate (filters only shrink data); what a resumed run already staged counts
     as done.
@@ -72,16 +85,30 @@ def space_needed(recipe: Recipe, files: list[InputFile], store: Store, fp: str) 
     done = (
         sum(p.stat().st_size for p in staging.rglob("*") if p.is_file()) if staging.exists() else 0
     )
-    return max(0, int(decoded * (barriers + 1) * 1.1) - done)
+    build = max(0, int(decoded * (barriers + 1) * 1.1) - done)
+    return build + (cache_needed(recipe, files) if cache else 0)
 
 
 def space_note(recipe: Recipe, files: list[InputFile], store: Store, fp: str) -> str:
-    need = format_size(space_needed(recipe, files, store, fp))
+    cached = recipe.output.cache.enabled
+    need = format_size(space_needed(recipe, files, store, fp, cache=cached))
     free = format_size(shutil.disk_usage(store.path).free)
+    counted = " (the stage cache's share included)" if cached else ""
     return (
-        f"about {need} more is needed, {free} is free; free space (e.g. curate gc "
-        f"{store.path} --keep 1) and run again: completed partitions are kept"
+        f"about {need} more is needed{counted}, {free} is free; free space (e.g. curate gc "
+        f"{store.path} --keep 1 --cache) and run again: completed partitions are kept"
     )
+
+
+def cache_for_run(
+    recipe: Recipe, files: list[InputFile], store: Store, fp: str
+) -> CacheSpec | None:
+    """The stage cache this build uses: the recipe's, or None when it is off or would not
+    fit in its budget or beside the build on the disk (a one-line notice, never a failure)."""
+    if not recipe.output.cache.enabled:
+        return None
+    reserved = space_needed(recipe, files, store, fp) if recipe.output.check_space else 0
+    return decide_cache(recipe, store, cache_needed(recipe, files), reserved=reserved)
 
 
 def _in_daemon_thread(fn: Callable[[], list[str]]) -> Future[list[str]]:

@@ -3,10 +3,10 @@
 Two runs with the same fingerprint produce the same shards, so a published version
 with the fingerprint is returned as is. It covers the recipe in canonical form
 (without the settings that only change how or where a run happens: engine, output
-root, fsync, permission modes), each input's identity (path, size and modification
-time: cheap, no input is read), curate's version and output layout, and the versions of
-whatever each stage's output depends on (the Unicode version of normalize, each stage's
-code: its module and the modules it imports, built-in stages included).
+root, fsync, permission modes, the stage cache), each input's identity (path, size and
+modification time: cheap, no input is read), curate's version and output layout, and the
+versions of whatever each stage's output depends on (the Unicode version of normalize,
+each stage's code: its module and the modules it imports, built-in stages included).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from curate.io.inputs import InputFile
 from curate.recipe import Recipe
 from curate.stages.base import Stage
 
-_OUTPUT_HOW = {"root", "fsync", "file_mode", "dir_mode", "check_space"}
+_OUTPUT_HOW = {"root", "fsync", "file_mode", "dir_mode", "check_space", "cache"}
 
 
 def content_recipe(recipe: Recipe) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from curate.cache.options import CacheOptions, as_options, cache_schema
 from curate.chat.spec import ChatInput
 from curate.errors import CurateError
 from curate.io.batches import TEXT
@@ -67,6 +68,18 @@ class OutputSpec(_Strict):
     check_space: bool = Field(True, description="Refuse to start when the disk looks too small.")
     file_mode: str = Field("0640", pattern=r"^0?[0-7]{3}$", description="Mode of files written.")
     dir_mode: str = Field("0750", pattern=r"^0?[0-7]{3}$", description="Mode of folders written.")
+    cache: CacheOptions = Field(
+        True,  # a boolean stands for {enabled: ...}
+        validate_default=True,
+        json_schema_extra=cache_schema,
+        description="The stage cache in `<dataset>/.cache/stages`: on or off, or a mapping "
+        "of the settings below. Never changes the output.",
+    )
+
+    @field_validator("cache", mode="before")
+    @classmethod
+    def _cache(cls, value: Any) -> Any:
+        return as_options(value)
 
 
 class EngineSpec(_Strict):
@@ -417,6 +430,7 @@ def _validate(data: Any, source: str, node: yaml.Node | None, base_dir: Path) ->
                 ("engine",): EngineSpec,
                 ("split",): SplitSpec,
                 ("on_error",): OnError,
+                ("output", "cache"): CacheOptions,
             },
         )
         lines = []

@@ -45,12 +45,15 @@ def _table(model: type[BaseModel], prefix: str = "") -> list[str]:
         if name == "stages":
             continue
         kind = "size" if "parse_size" in repr(field.metadata) else _type(field.annotation)
+        if "parse_size" in kind:  # an optional size: `ByteSize | None`
+            kind = "size or null"
         desc = (field.description or "").replace("|", "\\|")
         if field.annotation in _SECTIONS:
             rows.append(f"| `{prefix}{name}` | mapping | | see `{name}` below |")
             continue
         if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
-            mode = field.annotation.model_fields.get("mode")  # `on_error: fail` is {mode: fail}
+            fields = field.annotation.model_fields  # `on_error: fail` is {mode: fail}
+            mode = fields.get("mode") or fields.get("enabled")  # `cache: false` {enabled: false}
             kind = f"{_type(mode.annotation)}, or mapping" if mode is not None else "mapping"
             rows.append(f"| `{prefix}{name}` | {kind} | {_default(field)} | {desc} |")
             rows += _table(field.annotation, f"{prefix}{name}.")[2:]

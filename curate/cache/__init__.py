@@ -5,4 +5,6 @@ store.py   the on-disk store of entries: checked before reuse, LRU-evicted, lock
 writer.py  an entry being written, invisible until its atomic commit
 meta.py    an entry's meta.json: each file's size and xxh3_128, checked against it
 names.py   the names the store gives and accepts (keys, file names, temp folders)
+options.py `output.cache` in a recipe: on or off, and the size budget
+settings.py a recipe's cache spec for a run, or None when off or it would not fit
 """
