@@ -67,6 +67,12 @@ def main(verbose: int) -> None:
     help="How a published version is checked before it is called up to date: every file's "
     "size, or also every byte's sha256 (as `curate verify`). A damaged one is built anew.",
 )
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Build nothing: say what differs from the newest version (inputs and how each change "
+    "was recognised, recipe keys, library versions, stage code) and whether a run would build.",
+)
 @_user_errors
 def run(
     recipe: Path,
@@ -75,8 +81,15 @@ def run(
     address: str | None,
     quiet: bool,
     verify_mode: str,
+    explain: bool,
 ) -> None:
     """Build the dataset RECIPE describes, or say it is up to date."""
+    if explain:
+        from curate.explain_recipe import explain as explain_recipe
+        from curate.recipe import Recipe
+
+        click.echo(explain_recipe(Recipe.load(recipe)))
+        return
     from curate.progress import StderrProgress
     from curate.runner import no_progress
     from curate.runner import run as run_recipe
@@ -166,8 +179,9 @@ def log(root: Path) -> None:
 @click.argument("b", type=click.Path(exists=True, path_type=Path))
 @_user_errors
 def diff(a: Path, b: Path) -> None:
-    """Recipe, input and per-stage count differences between two versions (version folders,
-    or dataset folders for their LATEST)."""
+    """What differs between two versions (version folders, or dataset folders for their
+    LATEST): recipe keys, inputs and how each change was recognised, library versions, stage
+    code, settings, then per-stage counts."""
     from curate.history import diff as diff_versions
 
     click.echo(diff_versions(a, b))

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 from typing import Any
 
 from curate import owned
+from curate.explain import Side, aligned, compare
 from curate.sealed import version_path
 from curate.sizes import format_size
 from curate.store import Store
@@ -84,78 +84,17 @@ def render_log(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     return "\n".join(lines)
 
 
-def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-        out = {}
-        for i, v in enumerate(value):
-            out.update(_flatten(v, f"{prefix}[{i}]"))
-        return out
-    return {prefix: value}
-
-
-def _aligned(a: list[str], b: list[str]) -> list[tuple[int | None, int | None]]:
-    """Stage lists matched by name in order (a stage inserted or removed shifts no other):
-    (index in a, index in b), None on the side a stage is missing from."""
-    pairs: list[tuple[int | None, int | None]] = []
-    matcher = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            pairs += [(i1 + k, j1 + k) for k in range(i2 - i1)]
-        else:
-            pairs += [(i, None) for i in range(i1, i2)] + [(None, j) for j in range(j1, j2)]
-    return pairs
-
-
-def _recipe_changes(ra: dict[str, Any], rb: dict[str, Any]) -> list[str]:
-    """Changed recipe keys; stages matched by name, so one added stage is one line."""
-    sa, sb = ra.get("stages", []), rb.get("stages", [])
-    fa = _flatten({k: v for k, v in ra.items() if k != "stages"})
-    fb = _flatten({k: v for k, v in rb.items() if k != "stages"})
-    names_a, names_b = [next(iter(x)) for x in sa], [next(iter(x)) for x in sb]
-    lines = []
-    for i, j in _aligned(names_a, names_b):
-        if j is None:
-            assert i is not None
-            lines.append(f"  stages[{i}].{names_a[i]}: removed")
-        elif i is None:
-            given = {k: v for k, v in sb[j][names_b[j]].items() if v is not None}
-            lines.append(f"  stages[{j}].{names_b[j]}: added" + (f" {given}" if given else ""))
-        else:
-            prefix = f"stages[{j}].{names_b[j]}"
-            fa.update(_flatten(sa[i][names_a[i]], prefix))
-            fb.update(_flatten(sb[j][names_b[j]], prefix))
-    absent = object()
-    changed = [k for k in sorted(set(fa) | set(fb)) if fa.get(k, absent) != fb.get(k, absent)]
-    for key in changed:
-        old = repr(fa[key]) if key in fa else "(absent)"
-        new = repr(fb[key]) if key in fb else "(absent)"
-        lines.append(f"  {key}: {old} -> {new}")
-    return lines
-
-
 def diff(a: Path, b: Path) -> str:
-    """Recipe, input and per-stage count differences between two version folders."""
+    """What differs between two version folders, by kind (`curate.explain`: recipe keys,
+    inputs and how each change was recognised, software, stage code, settings), then the
+    per-stage counts."""
     ma, mb = _manifest(version_folder(a)), _manifest(version_folder(b))
     lines = [f"--- {ma['dataset']} {ma['version']} ({ma['fingerprint'][:12]})"]
     lines.append(f"+++ {mb['dataset']} {mb['version']} ({mb['fingerprint'][:12]})")
-    changed = _recipe_changes(ma["recipe"], mb["recipe"])
-    lines.append("recipe:" if changed else "recipe: same")
-    lines += changed
-    ia = {i["name"]: i["content_hash"] for i in ma["inputs"]}
-    ib = {i["name"]: i["content_hash"] for i in mb["inputs"]}
-    moved = [n for n in sorted(set(ia) | set(ib)) if ia.get(n) != ib.get(n)]
-    lines.append("inputs:" if moved else "inputs: same")
-    for name in moved:
-        what = "added" if name not in ia else "removed" if name not in ib else "content changed"
-        lines.append(f"  {name}: {what}")
+    lines += compare(Side.of_manifest("A", ma), Side.of_manifest("B", mb))
     lines.append("stages (in -> out, removed):")
     sa, sb = ma["stages"], mb["stages"]
-    for i, j in _aligned([x["name"] for x in sa], [y["name"] for y in sb]):
+    for i, j in aligned([x["name"] for x in sa], [y["name"] for y in sb]):
         if i is None or j is None:
             only = sa[i] if i is not None else sb[j]
             label = f"{only['position']}:{only['name']}"
