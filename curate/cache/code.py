@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from curate.stages.base import Stage
 
 _OWN = "curate"
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
 
 
 @functools.cache
@@ -113,12 +114,13 @@ def _is_package(name: str) -> bool:
     return found is not None and found[1]
 
 
-def _imports(module: str, source: bytes, is_package: bool) -> set[str]:
+@functools.cache
+def _imports(module: str, source: bytes, is_package: bool) -> frozenset[str]:
     """Every module `module`'s code imports (and the packages above them), by name."""
     try:
         tree = ast.parse(source)
     except SyntaxError:
-        return set()
+        return frozenset()
     package = module if is_package else module.rpartition(".")[0]
     names: set[str] = set()
     for node in _runtime_nodes(tree.body):
@@ -132,7 +134,7 @@ def _imports(module: str, source: bytes, is_package: bool) -> set[str]:
             # `from curate.x import y`: y may be a module; a name that is not one is skipped
             names.update(f"{base}.{alias.name}" for alias in node.names if alias.name != "*")
     parents = {".".join(n.split(".")[:i]) for n in names for i in range(1, n.count(".") + 1)}
-    return names | parents | _parents(module)
+    return frozenset(names | parents | _parents(module))
 
 
 def _parents(module: str) -> set[str]:
@@ -153,7 +155,8 @@ def _resolve(node: ast.ImportFrom, package: str) -> str | None:
 
 
 def _runtime_nodes(body: Sequence[ast.stmt]) -> Iterable[ast.AST]:
-    """Every node under `body`, except the bodies of `if TYPE_CHECKING:` (never run)."""
+    """Every statement under `body` (imports are statements: expressions are not walked),
+    except the bodies of `if TYPE_CHECKING:` (never run)."""
     stack: list[ast.AST] = list(body)
     while stack:
         node = stack.pop()
@@ -161,7 +164,9 @@ def _runtime_nodes(body: Sequence[ast.stmt]) -> Iterable[ast.AST]:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
             stack.extend(node.orelse)
             continue
-        stack.extend(ast.iter_child_nodes(node))
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                stack.extend(v for v in value if isinstance(v, _BLOCKS))
 
 
 def _is_type_checking(test: ast.expr) -> bool:
