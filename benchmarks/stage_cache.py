@@ -95,6 +95,7 @@ class Run:
     signatures: int | None = None
     cache_said: dict[str, Any] = field(default_factory=dict)
     differences: int = 0
+    summary: str = ""  # what `curate run` printed (per stage: ran or reused, once it says)
 
 
 # --- recipes ---------------------------------------------------------------------------
@@ -188,6 +189,7 @@ def run(
         cache_disk_bytes=disk,
         signatures=outputs.signatures_computed(manifest),
         cache_said=outputs.stage_outcomes(manifest),
+        summary=(folder / f"{step}.stdout").read_text(errors="replace")[-4000:],
     )
     return measured, dataset / latest
 
@@ -331,6 +333,9 @@ def describe(r: Run) -> str:
         extra += f"  cache {r.cache_bytes / 1e6:.1f} MB"
     if r.step == "threshold" or r.step == "cold_on":
         extra += f"  signatures {'unknown' if r.signatures is None else r.signatures}"
+    if r.cache_said:
+        said = json.dumps(r.cache_said, separators=(",", ":"))
+        extra += f"\n      cache: {said if len(said) < 300 else said[:297] + '...'}"
     return (
         f"  r{r.round} {r.step:14s} wall {r.wall_s:8.2f} s  CPU {r.cpu_s:8.2f} s  "
         f"{r.version}{' (new)' if r.new_version else ' (existing)'}  "
@@ -402,7 +407,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="paired rounds")
     parser.add_argument("--tree", type=Path, default=REPO, help="the curate checkout to run")
     parser.add_argument("--max-load", type=float, default=0.1, help="cores, before each run")
-    parser.add_argument("--patience", type=float, default=30.0, help="seconds to wait for it")
+    parser.add_argument("--patience", type=float, default=10.0, help="seconds to wait for it")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
 
