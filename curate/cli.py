@@ -189,20 +189,24 @@ def diff(a: Path, b: Path) -> None:
 
 @main.command()
 @click.argument("root", type=click.Path(exists=True, path_type=Path))
-@click.option("--keep", type=click.IntRange(min=1), required=True, help="Versions to keep.")
+@click.option("--keep", type=click.IntRange(min=1), help="Versions to keep.")
+@click.option(
+    "--cache", is_flag=True, help="Free the stage cache (.cache/stages); alone, no version goes."
+)
 @click.option(
     "--all", "all_datasets", is_flag=True, help="Prune every dataset under an output root."
 )
 @click.option("--dry-run", is_flag=True, help="Print what would be removed, remove nothing.")
 @_user_errors
-def gc(root: Path, keep: int, all_datasets: bool, dry_run: bool) -> None:
+def gc(root: Path, keep: int | None, cache: bool, all_datasets: bool, dry_run: bool) -> None:
     """Remove old versions of the dataset folder ROOT, keeping the newest KEEP, LATEST and any
-    held by a reader, and the staging folders of interrupted runs. Only folders curate made
-    are removed (a version's own manifest must name it); links are never followed. An output
-    root of several datasets needs --all. Exit status 1 when something was refused."""
+    held by a reader, and the staging folders of interrupted runs; with --cache, free its
+    stage cache (kept while a run uses it). Only what curate made is removed (a version's own
+    manifest must name it); links are never followed. An output root of several datasets
+    needs --all. Exit status 1 when something was refused."""
     from curate.gc import collect, render
 
-    actions = collect(root, keep, dry_run=dry_run, all_datasets=all_datasets)
+    actions = collect(root, keep, dry_run=dry_run, all_datasets=all_datasets, cache=cache)
     click.echo(render(actions, dry_run))
     if any(a.refused for a in actions):
         sys.exit(1)

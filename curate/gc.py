@@ -1,5 +1,7 @@
 """`curate gc`: remove old versions and what interrupted runs left, only ever curate's own.
 
+With `--cache` it also frees each dataset's stage cache (`clear_cache`).
+
 What may go is decided by `curate.owned` (a version whose own manifest names it, a dead
 run's `.staging-*`, an unfinished `.deleting-*`); nothing is reached through a symbolic
 link. A version is kept when it is among the newest `keep`, is `LATEST`, or a reader holds
@@ -19,10 +21,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from curate.cache.settings import cache_root
+from curate.cache.store import CacheSpec, StageCache
 from curate.dirfd import Folder
 from curate.errors import CurateError
 from curate.owned import LINK, Entry, dataset_folders, freed_bytes, is_held, leftovers, versions
@@ -46,14 +51,22 @@ class Action:
 
 
 def collect(
-    root: Path, keep: int, *, dry_run: bool = False, all_datasets: bool = False
+    root: Path,
+    keep: int | None,
+    *,
+    dry_run: bool = False,
+    all_datasets: bool = False,
+    cache: bool = False,
 ) -> list[Action]:
-    """Collect one dataset folder, or every dataset under an output root with `all_datasets`.
+    """Collect one dataset folder, or every dataset under an output root with `all_datasets`:
+    old versions when `keep` is given, the stage cache with `cache`.
 
     An output root holding several datasets needs `all_datasets`: pruning datasets nobody
     named is how a shared root loses data, so without it gc lists them and deletes nothing.
     """
-    if keep < 1:
+    if keep is None and not cache:
+        raise CurateError("say what to free: --keep N (old versions) and/or --cache")
+    if keep is not None and keep < 1:
         raise CurateError("--keep must be at least 1")
     if Path(root).is_symlink():
         raise CurateError(
@@ -68,14 +81,18 @@ def collect(
         )
     if len(datasets) > 1 and not all_datasets:
         names = ", ".join(d.name for d in datasets)
+        what = " ".join([f"--keep {keep}"] * (keep is not None) + ["--cache"] * cache)
         raise CurateError(
             f"{root} is an output root of {len(datasets)} datasets ({names}): name one dataset "
-            f"folder (curate gc {Path(root) / datasets[0].name} --keep {keep}) or pass --all "
+            f"folder (curate gc {Path(root) / datasets[0].name} {what}) or pass --all "
             "to prune every one of them; --dry-run shows what would be removed"
         )
     actions = [Action(name, f"skipped, {LINK}", refused=True) for name in links]
     for dataset in datasets:
-        actions += _collect_dataset(dataset, keep, dry_run)
+        if keep is not None:
+            actions += _collect_dataset(dataset, keep, dry_run)
+        if cache:
+            actions += clear_cache(dataset, dry_run)
     return actions
 
 
@@ -181,6 +198,31 @@ def _remove_leftover(store: Store, name: str, live: bool, dry_run: bool) -> Acti
     except OSError as exc:
         return Action(label, f"failed, {exc.strerror or exc}", refused=True)
     return Action(label, "removed", freed)
+
+
+def clear_cache(dataset: Path, dry_run: bool) -> list[Action]:
+    """`--cache`: the dataset folder's stage cache freed, entries of ours only
+    (`StageCache.clear`); kept while a run holds it. No version needs the cache: freeing it
+    costs the next run time, never data. A link at `.cache` or `stages` is not followed."""
+    root = cache_root(dataset)
+    label = f"{dataset.name}/.cache/stages"
+    for path in (root.parent, root):
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return [Action(label, f"skipped, {LINK}", refused=True)]
+        except FileNotFoundError:  # no cache: nothing to say
+            return []
+    mode = os.stat(dataset, follow_symlinks=False).st_mode & 0o777  # its lock: the folder's modes
+    cache = StageCache(CacheSpec(root, 0, mode & 0o666, mode, False), create=False)
+    try:
+        freed = cache.try_clear(dry_run)
+    except OSError as exc:
+        return [Action(label, f"failed, {exc.strerror or exc}", refused=True)]
+    finally:
+        cache.close()
+    if freed is None:
+        return [Action(label, "kept, a run is using it")]
+    return [Action(label, "would remove" if dry_run else "removed", freed)]
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from curate import owned
+from curate.cache.settings import cache_size
 from curate.explain import Side, aligned, compare
 from curate.sealed import version_path
 from curate.sizes import format_size
@@ -59,6 +60,9 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
             rows.append(row)
         for left in owned.leftovers(dataset):  # interrupted runs' and removals' folders
             rows.append({"dataset": dataset.name, "leftover": left})
+        cached = cache_size(dataset)
+        if cached is not None:
+            rows.append({"dataset": dataset.name, "cache": cached})
     return rows
 
 
@@ -70,6 +74,10 @@ def render_log(rows: list[dict[str, Any]], root: Path | None = None) -> str:
     for r in rows:
         if r.get("broken"):
             lines.append(f"{r['dataset']}/{r['version']}  {r['broken']}")
+            continue
+        if "cache" in r:
+            size, frees = format_size(r["cache"]), "curate gc --cache frees it"
+            lines.append(f"{r['dataset']}/.cache/stages  {size}  stage cache: {frees}")
             continue
         if r.get("leftover"):
             left = r["leftover"]

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.cache.options import default_budget
-from curate.cache.store import CacheSpec, StageCache
+from curate.cache.store import CacheSpec, StageCache, tree_bytes
+from curate.dirfd import Folder
 from curate.sizes import format_size
 
 if TYPE_CHECKING:  # the recipe imports this package's options: no cycle at run time
@@ -27,6 +28,17 @@ log = logging.getLogger(__name__)
 def cache_root(dataset: Path) -> Path:
     """Where a dataset folder keeps its stage cache."""
     return Path(dataset) / ".cache" / "stages"
+
+
+def cache_size(dataset: Path) -> int | None:
+    """Bytes of a dataset folder's stage cache (`curate log`); None when it has none. Nothing
+    is created or locked, and a link at `.cache` or `stages` is never followed (None)."""
+    root = cache_root(dataset)
+    try:
+        with Folder.open(root.parent) as parent, parent.folder(root.name) as folder:
+            return tree_bytes(folder.fd)
+    except OSError:
+        return None
 
 
 def cache_spec(recipe: Recipe, store: Store) -> CacheSpec | None:

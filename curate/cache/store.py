@@ -234,7 +234,7 @@ class StageCache:
     # -- size, eviction, clearing --------------------------------------------------------
     def size(self) -> int:
         """Bytes of every regular file in the cache root (links not followed)."""
-        return _tree_bytes(self.root().fd)
+        return tree_bytes(self.root().fd)
 
     def evict(self) -> int:
         """Remove the least recently used entries until the cache fits its budget; the bytes
@@ -297,7 +297,7 @@ class StageCache:
                     with contextlib.suppress(OSError), shard.folder(e.name) as folder:
                         if read_meta(folder, e.name) is not None:
                             used = folder.lstat(META).st_mtime_ns
-                            found.append(_Stored(s.name, e.name, used, _tree_bytes(folder.fd)))
+                            found.append(_Stored(s.name, e.name, used, tree_bytes(folder.fd)))
         return found
 
     def _remove(self, entry: _Stored) -> None:
@@ -316,7 +316,7 @@ class StageCache:
         root = self.root()
         for name in self._temps():
             with contextlib.suppress(OSError), root.folder(name) as folder:
-                total += _tree_bytes(folder.fd)
+                total += tree_bytes(folder.fd)
         return total
 
     def _sweep(self) -> None:
@@ -328,7 +328,7 @@ class StageCache:
                 log.debug("stage cache: removed %s left by a killed run", name)
 
 
-def _tree_bytes(fd: int) -> int:
+def tree_bytes(fd: int) -> int:
     """Bytes of the regular files under the folder open at `fd`, links not followed."""
     total = 0
     for _top, _dirs, files, dir_fd in os.fwalk(".", dir_fd=fd):
@@ -345,6 +345,6 @@ def stored_bytes(root: Path) -> int:
     0 when there is none (or it is a link, never followed)."""
     try:
         with Folder.open(root) as folder:
-            return _tree_bytes(folder.fd)
+            return tree_bytes(folder.fd)
     except OSError:
         return 0
