@@ -7,6 +7,9 @@ root, fsync, permission modes, the stage cache), each input's identity (path, si
 modification time: cheap, no input is read), curate's version and output layout, and the
 versions of whatever each stage's output depends on (the Unicode version of normalize,
 each stage's code: its module and the modules it imports, built-in stages included).
+The *content fingerprint* covers the same with each input identified by what it holds
+(`content_identity`): a run whose stat fingerprint names no version looks that one up
+before building (`curate.same_content`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from curate import __version__
 from curate.cache.code import code_hash
 from curate.errors import recipe_part
 from curate.input_watch import hash_unchanged
+from curate.io.digest_cache import FileDigests
 from curate.io.inputs import InputFile
 from curate.recipe import Recipe
 from curate.stages.base import Stage
@@ -123,12 +127,39 @@ names and packed-row ids with them), so every dataset is rebuilt once, on its ne
 def fingerprint(
     recipe: Recipe, files: list[InputFile], stages: list[Stage], hashes: list[str] | None = None
 ) -> str:
-    payload = {
+    return fingerprint_of(base_payload(recipe, stages), input_identity(files, hashes))
+
+
+def base_payload(recipe: Recipe, stages: list[Stage]) -> dict[str, Any]:
+    """Everything a fingerprint covers but the inputs: computed once per run, for both the
+    stat fingerprint and the content fingerprint (`content_identity`)."""
+    return {
         "curate": __version__,
         "layout": OUTPUT_LAYOUT,
         "recipe": content_recipe(recipe),
-        "inputs": input_identity(files, hashes),
         "stages": stage_software(stages),
     }
+
+
+def fingerprint_of(base: dict[str, Any], inputs: list[dict[str, Any]]) -> str:
+    payload = {**base, "inputs": inputs}
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def content_identity(files: list[InputFile], found: list[FileDigests]) -> list[dict[str, Any]]:
+    """Each input by what it holds: name, format, its partitions' keys (name and range) with
+    their digests, and for Parquet and Arrow the whole file's hash. The fingerprint over this
+    (the *content fingerprint*) is the same for a file touched, copied with `cp -p` or
+    renamed over with the same bytes, so a run finds the version built from it
+    (`curate.same_content`); its shape differs from both other identities', so the three
+    fingerprints never collide."""
+    return [
+        {
+            "name": f.name,
+            "format": f.format,
+            "partitions": sorted(d.parts.items()),
+            "whole": d.whole,
+        }
+        for f, d in zip(files, found, strict=True)
+    ]

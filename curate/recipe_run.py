@@ -17,11 +17,11 @@ import shutil
 from functools import partial
 from typing import TYPE_CHECKING
 
-from curate import integrity
+from curate import integrity, same_content
 from curate.build import Build, space_note
 from curate.engines.job import ProgressFn
 from curate.errors import CurateError, DiskFull
-from curate.fingerprint import cached_content_hashes, fingerprint
+from curate.fingerprint import base_payload, cached_content_hashes, fingerprint_of, input_identity
 from curate.io.batches import FieldSpec
 from curate.io.inputs import InputFile, check_contents, discover_inputs
 from curate.reading import check_inputs
@@ -60,16 +60,52 @@ class RecipeRun:
             load = partial(self.store.read_own, ".cache", "input-hashes.json")
             save = partial(self.store.save_own, ".cache", "input-hashes.json")
             self.hashes = cached_content_hashes(load, self.files, save)
-        self.fingerprint = fingerprint(recipe, self.files, self.stages, self.hashes)
+        self.base = base_payload(recipe, self.stages)
+        self.fingerprint = fingerprint_of(self.base, input_identity(self.files, self.hashes))
 
     def version(self) -> Version:
-        """The published version for this fingerprint, built now when there is none intact."""
+        """The published version for this fingerprint, built now when there is none intact
+        (nor one built from inputs of the same content: `curate.same_content`)."""
         found, _ = published(self.store, self.fingerprint, self.verify)
+        if found is None and self.recipe.input_identity == "stat" and self.store.versions():
+            found = self._same_content()
         if found is not None:
             self.store.repair_latest()
             self.store.drop_leftover_staging(self.fingerprint)
             return found
         return self._build()
+
+    def _same_content(self) -> Version | None:
+        """The version built from inputs of the same content, now filed under this stat
+        fingerprint too; found under the fingerprint's build lock, so concurrent callers hash
+        a touched input once."""
+        store, fp = self.store, self.fingerprint
+        with store.lock(fp):
+            found, _ = published(store, fp, self.verify)  # another caller filed it meanwhile
+            if found is not None:
+                return found
+            target = self.recipe.partition_size
+            content = same_content.content_fingerprint(store, self.base, self.files, target)
+            if content is None:
+                return None
+            found, _ = published(store, content, self.verify)  # damaged: built again
+            if found is not None:
+                store.alias(fp, found.fingerprint)
+                log.info("inputs touched, not changed: %s is up to date", found.name)
+            return found
+
+    def _remember_content(self, version: Version) -> None:
+        """Keep the inputs' digests the build took and file its version under its content
+        fingerprint; a failure here costs a later run some hashing, never this one."""
+        try:
+            target = self.recipe.partition_size
+            content = same_content.remember(
+                self.store, self.base, self.files, target, version.manifest
+            )
+            if content is not None:
+                self.store.alias(content, version.fingerprint)
+        except (OSError, CurateError, ValueError, KeyError, TypeError) as exc:
+            log.warning("content fingerprint of %s not filed: %s", version.name, exc)
 
     def _build(self) -> Version:
         recipe, store, fp = self.recipe, self.store, self.fingerprint
@@ -96,6 +132,7 @@ class RecipeRun:
             try:
                 version = build.run()
                 version.rebuilt_because = damage
+                self._remember_content(version)
                 return version
             except DiskFull as exc:
                 raise DiskFull(f"{exc}; {space_note(recipe, self.files, store, fp)}") from None
@@ -120,10 +157,11 @@ def published(store: Store, fp: str, verify: str) -> tuple[Version | None, str |
     the index names is damaged, what is wrong with it. A damaged version is never returned,
     changed or removed: the build that follows publishes a new one, which the fingerprint's
     index entry then names."""
-    name = store.indexed(fp)
-    if name is None:
+    filed = store.filed(fp)  # its own entry, or the one an alias names (same content)
+    if filed is None:
         return None, None
-    manifest, problem = store.sealed(name, fp)  # planted, unsealed, unreadable
+    built_from, name = filed
+    manifest, problem = store.sealed(name, built_from)  # planted, unsealed, unreadable
     if problem is None:
         try:
             version = Version(store.path / name, up_to_date=True, manifest=manifest).hold()

@@ -4,7 +4,9 @@
 <root>/<name>/
   v1/ v2/ ...          published versions: immutable, read-only
   LATEST               names the newest published version
-  .index/<fingerprint> names the version built from that fingerprint
+  .index/<fingerprint> names the version built from that fingerprint, or (an alias,
+                       "same-as <fingerprint>") the fingerprint of a version built
+                       from inputs of the same content (`curate.same_content`)
   .staging-<fp>/       a run in progress (its completed partitions survive a crash)
   .lock-<fp>           held by the process building that fingerprint
   .locks/<v>.lock      held shared by every reader of version v (`Version.hold`)
@@ -37,6 +39,8 @@ from curate.staging.names import OUT
 
 log = logging.getLogger(__name__)
 _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
+_FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
+_ALIAS = "same-as "  # an .index entry naming another fingerprint (`Store.alias`)
 _OWN = "curate reads and writes its own files only inside the dataset folder: remove the link"
 
 
@@ -110,10 +114,11 @@ class Store:
 
     def find(self, fingerprint: str) -> Path | None:
         """The published version built from this fingerprint, if there is one (no scanning)."""
-        version = self.indexed(fingerprint)
-        if version is None:
+        filed = self.filed(fingerprint)
+        if filed is None:
             return None
-        problem = self.sealed(version, fingerprint)[1]
+        built_from, version = filed
+        problem = self.sealed(version, built_from)[1]
         if problem is not None:  # planted or damaged: build (and file) the version again
             entry = self.path / ".index" / fingerprint
             log.warning("ignoring %s: it names %r, %s", entry, version[:80], problem)
@@ -126,14 +131,36 @@ class Store:
         return sealed_manifest(self.path, version, fingerprint, dataset_fd=self.dataset().fd)
 
     def indexed(self, fingerprint: str) -> str | None:
-        """The name the index files under this fingerprint, unchecked (`find` and
-        `curate.sealed` say whether it names a sealed version, `curate.integrity` whether
-        its files are intact)."""
+        """The name the index files under this fingerprint (through an alias), unchecked
+        (`find` and `curate.sealed` say whether it names a sealed version, `curate.integrity`
+        whether its files are intact)."""
+        filed = self.filed(fingerprint)
+        return None if filed is None else filed[1]
+
+    def filed(self, fingerprint: str) -> tuple[str, str] | None:
+        """(the fingerprint the version was built from, the version's name) for this
+        fingerprint: its own entry, or the entry its alias names (`alias`; followed once,
+        never a chain). A version is sealed with the fingerprint it was built from, which
+        its manifest names: the one to check it against."""
+        text = self._index_entry(fingerprint)
+        if text is None or not text.startswith(_ALIAS):
+            return None if text is None else (fingerprint, text)
+        target = text.removeprefix(_ALIAS)
+        if not _FINGERPRINT.match(target):
+            return None
+        name = self._index_entry(target)
+        if name is None or name.startswith(_ALIAS):
+            return None
+        return target, name
+
+    def _index_entry(self, fingerprint: str) -> str | None:
         entry = self.path / ".index" / fingerprint
         try:
             with self.dataset().folder(".index") as index:
                 return index.read_text(fingerprint).strip()
         except (FileNotFoundError, NotADirectoryError):  # not built yet (or no root: ensure says)
+            return None
+        except UnicodeDecodeError:  # not written by curate: no entry of ours
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
@@ -141,6 +168,24 @@ class Store:
             raise CurateError(
                 f"cannot read {entry}: {exc.strerror}", at=("output", "root")
             ) from None
+
+    def alias(self, fingerprint: str, same_as: str) -> None:
+        """File `fingerprint` as naming whatever `same_as`'s entry names: the content
+        fingerprint of a build, and the stat fingerprint of inputs touched since
+        (`curate.same_content`). An alias names a fingerprint, not a version, so it follows
+        a rebuild of that fingerprint and leads nowhere once gc unlists its version. It is
+        trusted as `.cache` is (what its fingerprint's version holds is checked; that the two
+        fingerprints' inputs hold the same bytes was checked when it was written)."""
+        if fingerprint == same_as or not _FINGERPRINT.match(same_as):
+            return
+        try:
+            with self.dataset().folder(".index", self.dir_mode) as index:
+                text = f"{_ALIAS}{same_as}\n"
+                index.write_atomic(fingerprint, text, self.file_mode, fsync=False)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._link(exc) from None
+            raise
 
     # -- building ------------------------------------------------------------------------
     def ensure(self) -> None:

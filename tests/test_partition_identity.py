@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +90,8 @@ def test_touching_an_input_changes_no_shard(tmp_path: Path, id_field: str | None
     for path in (tmp_path / "data").iterdir():
         st = path.stat()
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert build(tmp_path, inputs, id_field=id_field).path == v1.path  # found (issue 17)
+    shutil.rmtree(tmp_path / "out" / "t" / ".index")  # unfindable: build it again
     v2 = build(tmp_path, inputs, id_field=id_field)
     assert v2.fingerprint != v1.fingerprint  # a new version was built, not the old one found
     assert shards(v2) == shards(v1)
