@@ -12,9 +12,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from curate import same_content
 from curate.accounting import library_versions
+from curate.errors import CurateError
 from curate.explain import Side, compare
-from curate.fingerprint import cached_content_hashes, content_hash, fingerprint, stage_software
+from curate.fingerprint import (
+    base_payload,
+    cached_content_hashes,
+    content_hash,
+    content_identity,
+    fingerprint_of,
+    input_identity,
+    stage_software,
+)
+from curate.io.digest_cache import file_digests
 from curate.io.inputs import InputFile, discover_inputs
 from curate.recipe import Recipe
 from curate.sealed import latest_sealed
@@ -37,14 +48,15 @@ def explain(recipe: Recipe) -> str:
                     return store.read_own(".cache", "input-hashes.json")
 
                 hashes = cached_content_hashes(load, files, lambda _: None)
-            fp = fingerprint(recipe, files, stages, hashes)
-            published = store.indexed(fp)
+            base = base_payload(recipe, stages)
+            fp = fingerprint_of(base, input_identity(files, hashes))
+            now_head = f"+++ {recipe.name} now: this recipe and its inputs ({fp[:12]})"
+            if not (store.path / "LATEST").exists():
+                return f"{now_head}\nno published version in {store.path}: a run builds the first"
+            path, manifest = latest_sealed(store.path)
+            verdict = _verdict(recipe, store, base, fp, files, path.name)
         finally:
             store.close()
-        now_head = f"+++ {recipe.name} now: this recipe and its inputs ({fp[:12]})"
-        if not (store.path / "LATEST").exists():
-            return f"{now_head}\nno published version in {store.path}: a run builds the first"
-        path, manifest = latest_sealed(store.path)
         old = Side.of_manifest(path.name, manifest)
         now = Side(
             "now",
@@ -55,13 +67,50 @@ def explain(recipe: Recipe) -> str:
         )
     lines = [f"--- {manifest['dataset']} {path.name} ({manifest['fingerprint'][:12]})", now_head]
     lines += compare(old, now)
-    if fp == manifest["fingerprint"]:
-        lines.append(f"up to date: a run returns {path.name}")
-    elif published is not None:
-        lines.append(f"this fingerprint is published as {published[:80]}: a run returns it")
-    else:
-        lines.append("not published: a run builds a new version")
+    lines.append(verdict)
     return "\n".join(lines)
+
+
+def _verdict(
+    recipe: Recipe,
+    store: Store,
+    base: dict[str, Any],
+    fp: str,
+    files: list[InputFile],
+    newest: str,
+) -> str:
+    """What a run would do, found as a run finds it (the fingerprint's index entry, else the
+    version built from inputs of the same content), with nothing written or kept."""
+    filed = store.filed(fp)
+    if filed is not None:
+        name = filed[1][:80]
+        return f"up to date: a run returns {name}" + ("" if name == newest else " (not newest)")
+    if recipe.input_identity == "stat":
+        content = _content_fingerprint(store, base, files, recipe.partition_size)
+        filed = store.filed(content) if content is not None else None
+        if filed is not None:
+            return (
+                f"inputs touched, not changed: a run returns {filed[1][:80]}, "
+                "built from the same content"
+            )
+    return "not published: a run builds a new version"
+
+
+def _content_fingerprint(
+    store: Store, base: dict[str, Any], files: list[InputFile], target: int
+) -> str | None:
+    """`curate.same_content.content_fingerprint` without keeping what it hashed."""
+    cache = same_content.load(store)
+    found = []
+    for inp in files:
+        digests = cache.get(inp, target)
+        if digests is None:
+            try:
+                digests = file_digests(inp, target)
+            except (CurateError, OSError, ValueError):  # a run's build would say what
+                return None
+        found.append(digests)
+    return fingerprint_of(base, content_identity(files, found))
 
 
 def _inputs_now(

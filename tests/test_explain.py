@@ -104,6 +104,26 @@ def test_explain_names_each_input_change_and_how_it_was_recognised(project: Path
     assert all(f"{kind}: same" in lines for kind in ("recipe", "inputs", "stage code"))
 
 
+def test_touched_inputs_are_named_and_rebuild_nothing(project: Path) -> None:
+    """The issue's case: touching an input rebuilt everything and diff said "inputs: same".
+    Now --explain names the touch, says a run returns the version built from the same
+    content, and keeps nothing of what it hashed (the run does)."""
+    recipe = write_recipe(project)
+    v1 = curate.run(recipe)
+    _touch(project / "data" / "a.jsonl")
+    _touch(project / "data" / "b.jsonl")
+    before = snapshot(project / "out")
+    lines = cli("run", "--explain", str(recipe))
+    assert snapshot(project / "out") == before  # the digest cache and index untouched
+    assert section(lines, "inputs") == [
+        f"  data/{n}.jsonl: touched: modification time changed, content the same (content hash)"
+        for n in ("a", "b")
+    ]
+    assert lines[-1] == "inputs touched, not changed: a run returns v1, built from the same content"
+    assert curate.run(recipe).name == v1.name
+    assert cli("run", "--explain", str(recipe))[-1] == "up to date: a run returns v1"
+
+
 def test_explain_and_diff_name_recipe_keys_and_keep_settings_apart(project: Path) -> None:
     v1 = curate.run(write_recipe(project))
     recipe = write_recipe(
