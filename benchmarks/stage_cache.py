@@ -93,6 +93,8 @@ class Run:
     cache_bytes: int = 0
     cache_disk_bytes: int = 0
     signatures: int | None = None
+    minhash_ran: int | None = None  # partitions whose signatures were computed (cache record)
+    minhash_reused: int | None = None  # partitions whose signatures were read from the cache
     cache_said: dict[str, Any] = field(default_factory=dict)
     differences: int = 0
     summary: str = ""  # what `curate run` printed (per stage: ran or reused, once it says)
@@ -177,6 +179,7 @@ def run(
     latest = (dataset / "LATEST").read_text().strip()
     manifest = json.loads((dataset / latest / "manifest.json").read_text())
     apparent, disk = outputs.cache_usage(dataset / ".cache" / "stages")
+    basis = outputs.minhash_basis(manifest)
     measured = Run(
         round=rnd,
         step=step,
@@ -188,6 +191,8 @@ def run(
         cache_bytes=apparent,
         cache_disk_bytes=disk,
         signatures=outputs.signatures_computed(manifest),
+        minhash_ran=None if basis is None else basis[0],
+        minhash_reused=None if basis is None else basis[1],
         cache_said=outputs.stage_outcomes(manifest),
         summary=(folder / f"{step}.stdout").read_text(errors="replace")[-4000:],
     )
@@ -333,6 +338,8 @@ def describe(r: Run) -> str:
         extra += f"  cache {r.cache_bytes / 1e6:.1f} MB"
     if r.step == "threshold" or r.step == "cold_on":
         extra += f"  signatures {'unknown' if r.signatures is None else r.signatures}"
+        if r.minhash_ran is not None:
+            extra += f" (computed for {r.minhash_ran} partitions, read for {r.minhash_reused})"
     if r.cache_said:
         said = json.dumps(r.cache_said, separators=(",", ":"))
         extra += f"\n      cache: {said if len(said) < 300 else said[:297] + '...'}"
@@ -365,7 +372,15 @@ def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
     tok = med([one("tokenizer", i).wall_s / one("tokenize_only", i).wall_s for i in rounds])
     thr = med([one("threshold", i).wall_s / one("cold_on", i).wall_s for i in rounds])
     sigs = {one("threshold", i).signatures for i in rounds}
+    ran = {one("threshold", i).minhash_ran for i in rounds}
+    reused = {one("threshold", i).minhash_reused for i in rounds}
     sig_text = "unknown (the tree does not count them)" if None in sigs else str(sorted(sigs))
+    if None not in ran:
+        sig_text += (
+            f"; the minhash_dedup cache record: signatures computed for {sorted(ran)} "
+            f"partitions, read from the cache for {sorted(reused)}"
+        )
+    no_signatures = sigs == {0} or (None in sigs and ran == {0})
     rebuilt = sum(one("touch", i).new_version for i in rounds)
     cache = med([float(one("cold_on", i).cache_bytes) for i in rounds])
     cache_disk = med([float(one("cold_on", i).cache_disk_bytes) for i in rounds])
@@ -391,7 +406,7 @@ def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
         f"post-PII data {m('tokenize_only', 'wall_s'):.2f} s; rerun / alone {tok:.3f} (median of "
         f"rounds; target <= {TARGETS['tokenizer_wall']}: {ok(tok <= TARGETS['tokenizer_wall'])})",
         f"threshold changed: signatures computed {sig_text} (target 0: "
-        f"{ok(sigs == {0})}); rerun wall {m('threshold', 'wall_s'):.2f} s, "
+        f"{ok(no_signatures)}); rerun wall {m('threshold', 'wall_s'):.2f} s, "
         f"{thr:.3f}x the cold run's (median of rounds)",
         f"inputs touched: {rebuilt} of {len(rounds)} reruns built a new version (target 0: "
         f"{ok(rebuilt == 0)}); wall {m('touch', 'wall_s'):.2f} s (hashing every input, one "
@@ -450,13 +465,15 @@ def write_results(
     )
     command = "python -m benchmarks.stage_cache " + " ".join(sys.argv[1:])
     rows = [
-        "| round | step | wall s | CPU s | version | cache MB | signatures | foreign load |",
+        "| round | step | wall s | CPU s | version | cache MB | MinHash signatures | foreign |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
-        sigs = "" if r.step not in ("cold_on", "threshold") else str(r.signatures or "unknown")
-        if r.signatures == 0:
-            sigs = "0"
+        sigs = ""
+        if r.step in ("cold_on", "threshold"):
+            sigs = "unknown" if r.signatures is None else str(r.signatures)
+            if r.minhash_ran is not None:
+                sigs += f" (partitions: {r.minhash_ran} computed, {r.minhash_reused} read)"
         rows.append(
             f"| {r.round if r.round >= 0 else 'ref'} | {r.step} | {r.wall_s:.2f} | "
             f"{r.cpu_s:.2f} | {r.version}{' new' if r.new_version else ''} | "

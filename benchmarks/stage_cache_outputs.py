@@ -152,6 +152,17 @@ def signatures_computed(manifest: dict[str, Any]) -> int | None:
     return None
 
 
+def minhash_basis(manifest: dict[str, Any]) -> tuple[int, int] | None:
+    """(partitions whose MinHash summary basis, the signatures, was computed, partitions
+    whose basis was read from the cache), from the minhash_dedup stage record's cache
+    entry ({ran, reused}); None when the manifest has none (no cache, or cache off)."""
+    for stage in manifest.get("stages", []):
+        said = stage.get("cache") if stage.get("name") == "minhash_dedup" else None
+        if isinstance(said, dict) and isinstance(said.get("ran"), int):
+            return said["ran"], int(said.get("reused", 0))
+    return None
+
+
 def _find_counter(value: Any) -> int | None:
     if isinstance(value, dict):
         for k, v in value.items():
