@@ -19,6 +19,7 @@ import fcntl
 import logging
 import os
 import stat
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,7 @@ from curate.dirfd import Folder
 from curate.modes import make_dirs
 
 log = logging.getLogger(__name__)
+_OPEN: weakref.WeakSet[StageCache] = weakref.WeakSet()  # handles holding descriptors
 
 
 @dataclass(frozen=True)
@@ -91,6 +93,7 @@ class StageCache:
         if self._pid != os.getpid():  # forked: the parent's descriptors are not ours to use
             self._forget()
         if self._root is None:
+            _OPEN.add(self)
             root = self.spec.root
             if self._create:
                 make_dirs(root.parent, self.spec.dir_mode)
@@ -326,6 +329,18 @@ class StageCache:
             with contextlib.suppress(FileNotFoundError):
                 root.remove_tree(name)
                 log.debug("stage cache: removed %s left by a killed run", name)
+
+
+def _forget_in_child() -> None:
+    """A forked process (a worker pool forks while the run holds the cache) closes its copies
+    of every handle's descriptors at once: a copy kept would hold the parent's shared lock
+    for as long as the child lives, after the parent released it, and eviction would find
+    the cache busy. A child that uses the cache takes a hold of its own."""
+    for cache in list(_OPEN):
+        cache._forget()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 
 
 def tree_bytes(fd: int) -> int:

@@ -446,6 +446,29 @@ def test_evict_in_a_run_that_holds_the_cache_keeps_its_hold(tmp_path: Path) -> N
         assert not ready.exists()
 
 
+def _child_idles(ready: Path) -> None:
+    ready.write_text("forked")
+    time.sleep(30)
+
+
+def test_a_forked_process_that_never_uses_the_cache_holds_nothing(tmp_path: Path) -> None:
+    """A worker pool forked while the run holds the cache must not keep the run's lock
+    after the run released it (the pool outlives the pass: eviction would always skip)."""
+    spec = spec_at(tmp_path, budget=1)
+    cache = StageCache(spec)
+    ready = tmp_path / "ready"
+    with cache.using():
+        put(cache, KEY)
+        child = multiprocessing.get_context("fork").Process(target=_child_idles, args=(ready,))
+        child.start()
+        _wait_for(ready)
+    try:
+        assert StageCache(spec).evict() > 0  # the child is alive, and holds nothing
+    finally:
+        child.kill()
+        child.join(30)
+
+
 def _child_reads(cache: StageCache, out: multiprocessing.Queue) -> None:
     out.put(cache.get(KEY) is not None)
     time.sleep(2)
