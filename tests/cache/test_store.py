@@ -313,7 +313,7 @@ def _race_writer(
 
 def test_concurrent_writers_of_one_key_one_wins(tmp_path: Path) -> None:
     spec = spec_at(tmp_path)
-    ctx = multiprocessing.get_context("spawn")
+    ctx = multiprocessing.get_context("fork")  # real processes; spawn only adds imports
     barrier, out = ctx.Barrier(4), ctx.Queue()
     procs = [ctx.Process(target=_race_writer, args=(spec, n, barrier, out)) for n in range(4)]
     for p in procs:
@@ -471,7 +471,7 @@ def test_a_forked_process_that_never_uses_the_cache_holds_nothing(tmp_path: Path
 
 def _child_reads(cache: StageCache, out: multiprocessing.Queue) -> None:
     out.put(cache.get(KEY) is not None)
-    time.sleep(2)
+    time.sleep(30)
 
 
 def test_a_forked_worker_takes_its_own_hold(tmp_path: Path) -> None:
@@ -484,7 +484,9 @@ def test_a_forked_worker_takes_its_own_hold(tmp_path: Path) -> None:
         child = ctx.Process(target=_child_reads, args=(cache, out))
         child.start()
         assert out.get(timeout=30)
-    # the parent released its hold; the child still reads: eviction must wait for it
-    assert StageCache(spec_at(tmp_path, budget=1)).evict() == 0
-    child.join(30)
+    try:  # the parent released its hold; the child still reads: eviction must wait for it
+        assert StageCache(spec_at(tmp_path, budget=1)).evict() == 0
+    finally:
+        child.kill()
+        child.join(30)
     assert StageCache(spec_at(tmp_path, budget=1)).evict() > 0
