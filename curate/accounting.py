@@ -23,6 +23,7 @@ from curate.manifest import (
     PartitionEntry,
     SplitRecord,
     Splits,
+    StageCacheRecord,
     StageRecord,
 )
 from curate.output.packing import PackSpec
@@ -71,6 +72,7 @@ def count_documents(
 
 def stage_records(stages: list[Stage], result: JobResult) -> list[StageRecord]:
     software = stage_software(stages)
+    caching = cache_records(stages, result)
     out = []
     for i, stage in enumerate(stages):
         total = StageCounts()
@@ -100,8 +102,46 @@ def stage_records(stages: list[Stage], result: JobResult) -> list[StageRecord]:
                 docs_in=total.docs_in,
                 docs_out=total.docs_out,
                 changed=total.changed,
+                cache=caching.get(i),
             )
         )
+    return out
+
+
+def cache_records(stages: list[Stage], result: JobResult) -> dict[int, StageCacheRecord]:
+    """Per stage position, how many partitions took its output from the stage cache and
+    how many ran it (from the records of the pass that runs it; a barrier: its basis)."""
+    reused: Counter[int] = Counter()
+    ran: Counter[int] = Counter()
+    runs: dict[int, set[str]] = {}
+    for k, pass_records in enumerate(result.records):
+        positions = _pass_positions(stages, k)
+        for r in pass_records:
+            if r.cache is None:
+                continue
+            hit = set(r.cache.get("reused", []))
+            for pos in positions:
+                if pos in hit:
+                    reused[pos] += 1
+                    runs.setdefault(pos, set()).update(r.cache.get("from", []))
+                else:
+                    ran[pos] += 1
+    return {
+        pos: StageCacheRecord(
+            reused=reused[pos], ran=ran[pos], reused_from=sorted(runs.get(pos, set()))
+        )
+        for pos in sorted(set(reused) | set(ran))
+    }
+
+
+def _pass_positions(stages: list[Stage], k: int) -> list[int]:
+    """The recipe positions pass k runs: its map stages and the barrier it summarizes for."""
+    pass_index, out = 0, []
+    for i, stage in enumerate(stages):
+        if pass_index == k:
+            out.append(i)
+        if isinstance(stage, BarrierStage):
+            pass_index += 1
     return out
 
 

@@ -13,8 +13,9 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -24,8 +25,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from curate import accounting, input_watch
+from curate.cache.plan import CachePlan, cache_plan
 from curate.cache.settings import decide_cache
-from curate.cache.store import CacheSpec
+from curate.cache.store import CacheSpec, StageCache
 from curate.dirfd import Folder, write_atomic
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.engines.tasks import RunSettings
@@ -42,7 +44,7 @@ from curate.output.shard_merge import merged_shards
 from curate.output.shards import write_table
 from curate.output.tails import pack_tails
 from curate.phases import mark
-from curate.plan import check_columns, make_plan
+from curate.plan import Segment, check_columns, make_plan
 from curate.quarantine_limits import check_run
 from curate.recipe import Recipe
 from curate.sizes import format_size
@@ -109,6 +111,15 @@ def cache_for_run(
         return None
     reserved = space_needed(recipe, files, store, fp) if recipe.output.check_space else 0
     return decide_cache(recipe, store, cache_needed(recipe, files), reserved=reserved)
+
+
+@contextmanager
+def _holding(plan: CachePlan | None) -> Iterator[None]:
+    if plan is None:
+        yield
+        return
+    with StageCache(plan.spec).using():
+        yield
 
 
 def _in_daemon_thread(fn: Callable[[], list[str]]) -> Future[list[str]]:
@@ -183,13 +194,17 @@ class Build:
             log.info("building %s: %d partitions, fingerprint %s", self.recipe.name,
                      len(job.partitions), self.fingerprint[:12])  # fmt: skip
             t_setup = time.perf_counter()
-            result = self.engine.run(job, self.progress)
+            with _holding(job.cache):  # no other run's eviction removes an entry meanwhile
+                result = self.engine.run(job, self.progress)
             timings = {
                 "setup": round(t_setup - t0, 4),
                 **result.timings,
                 "engine": round(time.perf_counter() - t_setup, 4),
             }
-            return self._publish(job, result, hashes, started, t0, timings)
+            version = self._publish(job, result, hashes, started, t0, timings)
+            if job.cache is not None:
+                StageCache(job.cache.spec).evict()  # down to the budget, least recently used first
+            return version
         except KeyboardInterrupt:  # while planning too: stop the workers, do not wait for them
             self.engine.terminate()
             raise
@@ -226,6 +241,7 @@ class Build:
             self.staging_folder.close()
             self.staging_folder = store.open_staging(fp)
         return Job(
+            cache=self._cache_plan(segments),
             staging=staging,
             segments=segments,
             positions=[[position[id(m)] for m in seg.maps] for seg in segments],
@@ -246,6 +262,13 @@ class Build:
                 stop_early=r.on_error_policy.mode == "quarantine" and r.on_error_policy.stop_early,
             ),
         )
+
+    def _cache_plan(self, segments: list[Segment]) -> CachePlan | None:
+        """The stage cache's keys for this build, when the recipe keeps a cache."""
+        spec = cache_for_run(self.recipe, self.files, self.store, self.fingerprint)
+        if spec is None:
+            return None
+        return cache_plan(spec, segments, self.recipe.resolved(), self.fingerprint[:16])
 
     def _publish(
         self,

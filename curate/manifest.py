@@ -70,6 +70,21 @@ class StageRecord(_Model):
         "module and the modules of its package that module imports)."
     )
     details: dict[str, Any] = Field(default_factory=dict)
+    cache: StageCacheRecord | None = Field(
+        None, description="What the stage cache gave this stage (absent: the cache was off)."
+    )
+
+
+class StageCacheRecord(_Model):
+    """Per stage: partitions whose output (a barrier: whose summary basis) came from the
+    stage cache, partitions that ran it, and the runs that wrote what was reused."""
+
+    reused: int = Field(description="Partitions whose output was taken from the cache.")
+    ran: int = Field(description="Partitions that ran the stage (and kept its output).")
+    reused_from: list[str] = Field(
+        default_factory=list,
+        description="Fingerprints (first 16 hex digits) of the runs that wrote the entries.",
+    )
 
 
 class FileRecord(_Model):

@@ -29,7 +29,8 @@ def render_summary(version: Version) -> str:
             f"{s['position']:>2}  {s['name']:<16}{s['docs_in']:>12,}{s['docs_out']:>12,}"
             f"{s['changed']:>10,}  {s['seconds']:>7.2f}s  "
         )
-        wrapped = _packed([f"{k}: {v:,}" for k, v in s["removed"].items()], WIDTH - indent)
+        items = [f"{k}: {v:,}" for k, v in s["removed"].items()]
+        wrapped = _packed(items + _cache_note(s.get("cache")), WIDTH - indent)
         lines.append(cells + wrapped[0])
         lines += [" " * indent + more for more in wrapped[1:]]
     size = sum(s["bytes"] for s in m["shards"])
@@ -48,6 +49,17 @@ def render_summary(version: Version) -> str:
     if c["read"] and not c["written"]:
         lines.append(_nothing_written(c))
     return "\n".join(lines)
+
+
+def _cache_note(cache: dict[str, Any] | None) -> list[str]:
+    """Whether the stage ran or its output came from the stage cache (and whose)."""
+    if not cache or not cache["reused"]:
+        return []
+    runs = ", ".join(run[:8] for run in cache["reused_from"][:3])
+    if not cache["ran"]:
+        return [f"(reused from run {runs})"]
+    total = cache["reused"] + cache["ran"]
+    return [f"(reused {cache['reused']:,}/{total:,} partitions from run {runs})"]
 
 
 def _packed(items: list[str], width: int) -> list[str]:

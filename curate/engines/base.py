@@ -76,6 +76,8 @@ class Engine(ABC):
             for k, segment in enumerate(job.segments):
                 t = time.perf_counter()
                 result.records.append(self._run_pass(job, k, progress))
+                if job.cache is not None:
+                    job.cache.remember(k, result.records[k])
                 result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
                 if segment.barrier is not None:
                     summaries = partial(self.summaries, job, k, result.records[k])

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from curate.cache.plan import CachePlan
 from curate.engines.tasks import PassTask, RunSettings
 from curate.io.partitions import Partition
 from curate.plan import Segment
@@ -28,6 +29,7 @@ class Job:
     barrier_positions: list[int]  # recipe position of each segment's barrier (-1: none)
     partitions: list[Partition]
     settings: RunSettings
+    cache: CachePlan | None = None
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
         seg = self.segments[pass_index]
@@ -42,6 +44,8 @@ class Job:
             previous=previous,
             previous_position=self.barrier_positions[pass_index - 1] if pass_index else -1,
             barrier=seg.barrier,
+            barrier_position=self.barrier_positions[pass_index],
+            cache=self.cache.for_task(pass_index, partition) if self.cache is not None else None,
         )
 
 

@@ -25,6 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate import input_watch
+from curate.cache.replay import Chunk, Keeper, PassKeys, Reuse, find
+from curate.cache.store import StageCache
 from curate.engines.segments import SegmentWriter
 from curate.errors import CurateError, DiskFull
 from curate.io.batches import (
@@ -113,6 +115,8 @@ class PassTask:
     previous: BarrierStage | None = None  # the barrier whose decision this pass applies
     previous_position: int = -1
     barrier: BarrierStage | None = None  # the barrier this pass summarizes for; None: final
+    barrier_position: int = -1
+    cache: PassKeys | None = None  # the stage cache's keys for this pass (None: cache off)
 
     @property
     def final(self) -> bool:
@@ -120,7 +124,7 @@ class PassTask:
 
 
 def _source_chunks(
-    task: PassTask, record: PartitionRecord
+    task: PassTask, record: PartitionRecord, digest: str | None = None
 ) -> Iterator[tuple[pa.RecordBatch | None, list[QuarantineRecord]]]:
     """Chunks entering this pass, each batch with the hidden `_order` column, in a fixed order.
 
@@ -148,13 +152,17 @@ def _source_chunks(
             order = order_column(part.index, row, n)
             row += n
             yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
-        record.digest = partition_digest(part)  # from the page cache the read just filled,
+        record.digest = digest or partition_digest(part)  # from the page cache just filled,
         input_watch.check(part.input)  # and what was read is the input as discovered, all of it
         return
     for path in task.staging.staged_data(task.pass_index - 1, part.key):
         for batch in read_stream(path).to_batches():
             mark("reading")
             yield with_partition(batch, part.index), []  # staged with the row alone
+
+
+SourceChunk = tuple[pa.RecordBatch | None, list[QuarantineRecord], "Chunk | None"]
+"""A chunk entering a pass: its rows, what could not be read, what the cache replayed."""
 
 
 def run_pass_task(task: PassTask) -> PartitionRecord:
@@ -191,6 +199,10 @@ class PartitionRun:
         self.segments: SegmentWriter | None = None
         self._packer_file: str | None = None  # the packers' state the checkpoint on disk names
         packer_state = self._resume()
+        self.keys = task.cache  # the stage cache's keys (curate.cache.replay), None: off
+        self.reuse = Reuse()  # what this pass takes from the cache
+        self.keeper: Keeper | None = None  # what it keeps there
+        self.cache: StageCache | None = None  # held while the pass runs
         files = self.record.files
         run = self.settings
         if task.final:
@@ -209,24 +221,47 @@ class PartitionRun:
 
     # -- the pass ---------------------------------------------------------------------
     def run(self) -> PartitionRecord:
+        if self.keys is None:
+            return self._run()
+        from curate.cache.store import StageCache
+
+        with StageCache(self.keys.spec).using() as cache:  # nothing evicted while it reads
+            self.cache = cache
+            return self._run()
+
+    def _run(self) -> PartitionRecord:
         started = time.perf_counter()
         skip = self.consumed
         try:
-            for i, (batch, quarantined) in enumerate(_source_chunks(self.task, self.record)):
+            for i, (batch, quarantined, chunk) in enumerate(self._chunks()):
                 if i < skip:
                     continue  # done before the interruption; its side outputs are on disk
+                if self.keeper is not None:
+                    self.keeper.begin_chunk()
+                    if self.keeper.input is not None and self.task.pass_index == 0:
+                        self.keeper.input.chunk_read(_rows(batch), quarantined)
                 self.quarantined.extend(quarantined)
+                if chunk is not None:
+                    self._replayed(chunk)
                 if batch is not None:
-                    self._process(batch)
+                    self._process(batch, chunk)
                 self.consumed = i + 1
                 if self._completed_a_file():
                     self._checkpoint()
             self._finish()
+            if self.keeper is not None:
+                self.keeper.commit()  # before the record: a rerun trusting it finds them
             if self.task.pass_index == 0 and self.settings.stop_early:
                 check_partition(self.record, self.part.input.label, str(self.part.index))
         except OSError as exc:
+            if self.keeper is not None:
+                self.keeper.abort()
             if exc.errno == errno.ENOSPC:
                 raise DiskFull(f"disk full while writing {self.out_dir}") from None
+            raise
+        except BaseException:
+            if self.keeper is not None:
+                self.keeper.abort()
             raise
         self.record.seconds = round(time.perf_counter() - started, 4)
         write_json(self.task.staging.record(self.task.pass_index, self.part.key),
@@ -234,28 +269,92 @@ class PartitionRun:
         self._checkpoint_path().unlink(missing_ok=True)
         return self.record
 
-    def _process(self, batch: pa.RecordBatch) -> None:
-        if self.previous is not None and self.drops is not None:
+    def _chunks(
+        self,
+    ) -> Iterator[tuple[pa.RecordBatch | None, list[QuarantineRecord], Chunk | None]]:
+        """The pass's chunks: read (or staged) and run from the first stage, or, when the
+        stage cache holds the first stages' output for this partition, replayed from it."""
+        keys = self.keys
+        if keys is None:
+            for batch, quarantined in _source_chunks(self.task, self.record):
+                yield batch, quarantined, None
+            return
+        if self.task.pass_index == 0:  # what the partition holds, hashed before it is read
+            digest = keys.digest or partition_digest(self.part)
+            keys = self.keys = keys.resolved(self.part.key, digest, None)
+        else:
+            decision = self.task.staging.decision(self.task.pass_index - 1, self.part.key)
+            keys = self.keys = keys.resolved(self.part.key, None, decision)
+        cache = self.cache
+        assert cache is not None
+        self.reuse = reuse = find(cache, keys, self.task.pass_index)
+        if self.consumed == 0:  # a resumed partition keeps nothing: its entries would lack chunks
+            self.keeper = Keeper(cache, keys, reuse, keep_input=True)
+        self.record.cache_key = keys.end()
+        if reuse.stages:
+            assert reuse.input is not None
+            if self.task.pass_index == 0:
+                self.record.input_stat = list(input_watch.discovered(self.part.input))
+                self.record.digest = keys.digest
+            for chunk in reuse.chunks(self.part.index, reuse.input.meta["chunks"]):
+                yield chunk.batch, chunk.quarantined, chunk
+            if self.task.pass_index == 0:
+                input_watch.check(self.part.input)
+            return
+        bases = reuse.bases(self.part.index) if reuse.basis is not None else None
+        for batch, quarantined in _source_chunks(self.task, self.record, keys.digest):
+            basis = next(bases) if bases is not None else None
+            yield batch, quarantined, Chunk(None, [], 0, [], [], None, basis) if bases else None
+
+    def _replayed(self, chunk: Chunk) -> None:
+        """Count what the reused stages did to this chunk, as a run of them would have."""
+        self.record.read += chunk.read
+        if chunk.prev is not None:
+            self.prev_counts.add(_no_seconds(chunk.prev))
+        for pos, counts in zip(self.task.positions, chunk.counts, strict=False):
+            if counts is not None:
+                self.counts[pos].add(_no_seconds(counts))
+        self.rejected.extend(chunk.rejected)
+
+    def _process(self, batch: pa.RecordBatch, chunk: Chunk | None = None) -> None:
+        start = self.reuse.stages if chunk is not None and chunk.counts else 0
+        if self.previous is not None and self.drops is not None and not start:
             t = time.perf_counter()
             result = self.previous.apply(batch, self.drops.ids)
-            self.prev_counts.docs_in += batch.num_rows
-            self.prev_counts.docs_out += result.batch.num_rows
+            counts = StageCounts(docs_in=batch.num_rows, docs_out=result.batch.num_rows)
             if result.batch.num_rows < batch.num_rows:
-                reasons = self.drops.reasons_in(batch, result.batch, self.part.input.name)
-                self.prev_counts.removed.update(reasons)
-            self.prev_counts.seconds += time.perf_counter() - t
+                counts.removed.update(
+                    self.drops.reasons_in(batch, result.batch, self.part.input.name)
+                )
+            counts.seconds = time.perf_counter() - t
+            self.prev_counts.add(counts)
+            if self.keeper is not None and self.keeper.input is not None:
+                self.keeper.input.chunk_prev(counts)
             batch = result.batch
-        counts = [self.counts[pos] for pos in self.task.positions]
-        batch = run_maps(batch, self.maps, counts, self.rejected)
+        for at in range(start, len(self.maps)):
+            if batch.num_rows == 0:
+                break
+            counts, removed = StageCounts(), list[pa.Table]()
+            batch = run_maps(batch, [self.maps[at]], [counts], removed)
+            self.counts[self.task.positions[at]].add(counts)
+            self.rejected.extend(removed)
+            if self.keeper is not None:
+                self.keeper.maps[at - start].chunk(batch, removed, counts)
         if batch.num_rows == 0:
             return
         if self.writer is not None:
             mark("shard_write")
             self.writer.write(batch.drop_columns([ORDER]))
             return
-        assert self.task.barrier is not None and self.segments is not None
+        barrier = self.task.barrier
+        assert barrier is not None and self.segments is not None
         mark("barrier")
-        self.segments.write(batch, self.task.barrier.summarize(batch))
+        basis = chunk.basis if chunk is not None else None
+        if basis is None:
+            basis = barrier.summary_basis(batch)
+            if self.keeper is not None and self.keeper.basis is not None:
+                self.keeper.basis.chunk(basis)
+        self.segments.write(batch, barrier.summary_from_basis(basis))
 
     def _finish(self) -> None:
         files = self.record.files
@@ -272,6 +371,9 @@ class PartitionRun:
                                relative_to=self.task.staging.root)  # fmt: skip
             files.rejected.append(info.to_dict())
         self._store_counts()
+        if self.keys is not None:
+            barrier = self.task.barrier_position if self.task.barrier is not None else -1
+            self.record.cache = self.reuse.report(self.task.positions, barrier)
 
     def _stage_tails(self) -> None:
         """The packers' short last rows, as tail files beside the record (written before it,
@@ -384,6 +486,16 @@ def _write_file(path: Path, data: bytes, fsync: bool) -> None:
         if fsync:
             f.flush()
             os.fsync(f.fileno())
+
+
+def _rows(batch: pa.RecordBatch | None) -> int:
+    return batch.num_rows if batch is not None else 0
+
+
+def _no_seconds(counts: StageCounts) -> StageCounts:
+    """A reused stage's counts: what it did, in no time of this run's."""
+    counts.seconds = 0.0
+    return counts
 
 
 def _snapshot(counts: StageCounts) -> StageCounts:

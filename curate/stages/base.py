@@ -268,6 +268,24 @@ class BarrierStage(Stage[P]):
         """The global step: the documents to drop, as `DECISION_SCHEMA` rows, in a frame the
         engine holds (it writes each partition's part where the part is)."""
 
+    # -- what the stage cache keeps (curate.cache): the part of a summary worth keeping --
+    def summary_basis(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The costly part of `summarize`, kept by the stage cache per partition; it must
+        carry `id` and `_order`. The default is the whole summary. A barrier whose summary
+        holds values derived cheaply from a costlier basis under parameters that users tune
+        (MinHash band keys from signatures, under the threshold) returns the basis here and
+        derives the rest in `summary_from_basis`, so a change of those parameters recomputes
+        only the cheap part."""
+        return self.summarize(batch)
+
+    def summary_from_basis(self, basis: pa.RecordBatch) -> pa.RecordBatch:
+        """The summary `summarize` would return, from `summary_basis`'s result."""
+        return basis
+
+    def basis_params(self) -> dict[str, Any]:
+        """The parameters `summary_basis` depends on (its cache key); default: all of them."""
+        return dict(self.params.model_dump(mode="json"))
+
     def decide_with_stats(self, summaries: Summaries) -> tuple[Frame, dict[str, Any]]:
         """The decision and what making it learned (pairs, clusters, seconds): what engines
         call, so those statistics reach the manifest with the decision rather than through

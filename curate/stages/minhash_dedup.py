@@ -195,28 +195,57 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
             fields.append(pa.field(SHINGLES, pa.list_(pa.uint32())))
         return pa.schema(fields)
 
-    def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+    def basis_schema(self) -> pa.Schema:
+        """What `summary_basis` returns: the summary without its band keys."""
+        bands, _ = self.band_shape()
+        schema = self.summary_schema()
+        for i in range(bands):
+            schema = schema.remove(schema.get_field_index(band_column(i)))
+        return schema
+
+    def basis_params(self) -> dict[str, Any]:
+        """Signatures (and shingle hashes) depend on these; the threshold, bands and rows
+        only decide the band keys, which `summary_from_basis` derives."""
         p = self.params
-        bands, rows = self.band_shape()
+        kept = p.model_dump(mode="json", include={"unit", "size", "lowercase", "num_perm", "seed",
+                                                  "roles"})  # fmt: skip
+        return {**kept, "shingles": p.verify == "exact"}
+
+    def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        return self.summary_from_basis(self.summary_basis(batch))
+
+    def summary_basis(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """Each document's signature (and, to verify exactly, its shingle hashes): the costly
+        part of a summary, which the stage cache keeps."""
+        p = self.params
         a, b = permutations(p.num_perm, p.seed)
         u = self.text_units(batch)
         texts = labelled(batch, u) if u.chat else u.texts
         hashes, counts = hash_shingles(texts, p.unit, p.size, p.lowercase)
         sigs = signatures(hashes, counts, a, b)
-        has = counts > 0
-        kept = np.flatnonzero(has)
+        kept = np.flatnonzero(counts > 0)
         sigs = sigs[kept]
-        keys = band_keys(sigs, bands, rows)
         take = pa.array(kept, pa.int64())
         columns: list[pa.Array] = [
             pc.take(batch.column(ID), take).cast(pa.string()),
             pc.take(batch.column(ORDER), take),
+            pa.FixedSizeListArray.from_arrays(pa.array(sigs.reshape(-1)), p.num_perm),
         ]
-        columns += [pa.array(keys[:, i]) for i in range(bands)]
-        columns.append(pa.FixedSizeListArray.from_arrays(pa.array(sigs.reshape(-1)), p.num_perm))
         if p.verify == "exact":
             offsets = np.concatenate([[0], np.cumsum(counts[kept])]).astype(np.int32)
             columns.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(hashes)))
+        return pa.RecordBatch.from_arrays(columns, schema=self.basis_schema())
+
+    def summary_from_basis(self, basis: pa.RecordBatch) -> pa.RecordBatch:
+        """The band keys, from the signatures under this threshold's bands and rows."""
+        bands, rows = self.band_shape()
+        signature = basis.column(SIGNATURE)
+        flat = signature.flatten().to_numpy(zero_copy_only=False)
+        sigs = flat.reshape(len(signature), self.params.num_perm).astype(np.uint32, copy=False)
+        keys = band_keys(sigs, bands, rows)
+        columns = [basis.column(ID), basis.column(ORDER)]
+        columns += [pa.array(keys[:, i]) for i in range(bands)]
+        columns += basis.columns[2:]
         return pa.RecordBatch.from_arrays(columns, schema=self.summary_schema())
 
     # -- decide (once, global) ----------------------------------------------------------

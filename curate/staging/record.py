@@ -84,6 +84,8 @@ class PartitionRecord:
     quarantine_reasons: dict[str, int] | None = None  # counts by reason (quarantine_limits)
     fields_present: dict[str, list[str]] | None = None  # field names seen, by reason
     seconds: float | None = None  # the pass's time; None until complete (a checkpoint's)
+    cache_key: str | None = None  # the stage cache's key of the rows the pass ended with
+    cache: dict[str, Any] | None = None  # what the pass took from the stage cache (`reused`)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -102,6 +104,8 @@ class PartitionRecord:
             "quarantine_reasons": self.quarantine_reasons,
             "fields_present": self.fields_present,
             "seconds": self.seconds,
+            "cache_key": self.cache_key,
+            "cache": self.cache,
         }
         return data | {key: value for key, value in optional.items() if value is not None}
 
@@ -121,6 +125,8 @@ class PartitionRecord:
             quarantine_reasons=data.get("quarantine_reasons"),
             fields_present=data.get("fields_present"),
             seconds=data.get("seconds"),
+            cache_key=data.get("cache_key"),
+            cache=data.get("cache"),
         )
 
 

@@ -1,0 +1,115 @@
+"""Cache keys: what a stage's output for one partition depends on, hashed as a chain.
+
+A key names one point of one partition's way through the recipe:
+
+    pass 0's input     H(partition key, its content digest, the recipe's data keys, reading code)
+    pass k's input     H(the key of the rows barrier k-1 saw, this partition's decision digest)
+    after map stage i  H(the key before it, the stage's identity)
+    barrier k's basis  H(the key of the rows it saw, the basis identity)
+
+A stage's identity is its name, class, parameters, context, the software its output depends
+on (library versions, a tokenizer's file digests) and the hash of its code and of every
+curate module that code imports (`curate.cache.code`). The data keys are the recipe's keys
+that reach the rows: `text_field`, `id_field`, `fields`, `chat`, `on_error`,
+`partition_size`, `batch_size`, `max_document_bytes` -- never `split`, `output.*` or
+`engine`, which change how rows are written or where the work runs, not the rows. After a
+barrier the key holds the digest of the partition's decision rows rather than the barrier's
+parameters: a decision that drops the same documents from a partition leaves its entries
+valid whatever changed elsewhere (a new file that removes one old document re-runs only
+that document's partition).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.cache.code import code_hash
+from curate.io.batches import ID
+from curate.stages.base import REJECTED_SCHEMA, BarrierStage, Stage
+
+ENTRY_FORMAT = 1
+"""How entries are laid out (curate.cache.replay); raised when that changes, so old entries
+are never read as new ones."""
+
+DATA_KEYS = (
+    "text_field", "id_field", "fields", "chat", "on_error", "partition_size", "batch_size",
+    "max_document_bytes",
+)  # fmt: skip
+
+
+def chain(*parts: Any) -> str:
+    """A 32-hex-digit key of the parts, in order (JSON of each, so types are kept apart)."""
+    blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def data_key(resolved_recipe: dict[str, Any]) -> str:
+    """The recipe's keys that reach the rows, with the reading code's hash."""
+    from curate import reading
+
+    keys = {name: resolved_recipe.get(name) for name in DATA_KEYS}
+    return chain("data", ENTRY_FORMAT, keys, code_hash(cast(type, reading.read_partition)))
+
+
+def input_key(partition_key: str, digest: str, data: str) -> str:
+    """Pass 0's input: the partition, what it holds, and how it is read."""
+    return chain("input", partition_key, digest, data)
+
+
+def after_barrier(rows_key: str, decision: str) -> str:
+    """Pass k's input: the rows barrier k-1 saw, less what its decision dropped from them."""
+    return chain("after", rows_key, decision)
+
+
+def stage_identity(stage: Stage) -> str:
+    """Everything about a map stage its output depends on."""
+    return chain(
+        "stage",
+        stage.name,
+        f"{type(stage).__module__}.{type(stage).__qualname__}",
+        stage.params.model_dump(mode="json"),
+        repr(stage.context),
+        sorted(stage.software().items()),
+        code_hash(type(stage)),
+    )
+
+
+def basis_identity(barrier: BarrierStage) -> str:
+    """Everything about a barrier its summary basis depends on (MinHash: not the threshold)."""
+    return chain(
+        "basis",
+        barrier.name,
+        f"{type(barrier).__module__}.{type(barrier).__qualname__}",
+        barrier.basis_params(),
+        repr(barrier.context),
+        sorted(barrier.software().items()),
+        code_hash(type(barrier)),
+    )
+
+
+def after_stage(previous: str, identity: str) -> str:
+    return chain("after-stage", previous, identity)
+
+
+def decision_digest(path: Path) -> str:
+    """What a barrier's decision drops from one partition: its rows, in id order (so the
+    digest does not depend on how the decision's pieces were laid out); "none" when it
+    drops nothing."""
+    if not path.exists():
+        return "none"
+    from curate.output.shards import read_stream
+
+    table = read_stream(path).select(REJECTED_SCHEMA.names)  # `_order` is implied by the id
+    if table.num_rows == 0:
+        return "none"
+    table = table.take(pc.sort_indices(table, sort_keys=[(ID, "ascending")]))
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table.combine_chunks())
+    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()

@@ -1,0 +1,57 @@
+"""The stage cache's side of a job: the keys each partition's pass starts from.
+
+The driver makes one `CachePlan` per build: per pass, the identities of its map stages and
+of the barrier's basis (`curate.cache.keys`), and per partition what is known before any
+worker runs: pass 0's content digests (when an earlier build hashed the unchanged file)
+and, after each pass, the key of the rows each partition ended it with (from its record),
+which the next pass's keys chain from. Workers finish the keys (`PassKeys.resolved`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from curate.cache import keys as cache_keys
+from curate.cache.replay import PassKeys
+from curate.cache.store import CacheSpec
+
+if TYPE_CHECKING:
+    from curate.io.partitions import Partition
+    from curate.plan import Segment
+    from curate.staging.record import PartitionRecord
+
+
+@dataclass
+class CachePlan:
+    """The stage cache's side of a job: the keys every task starts from (`curate.cache`)."""
+
+    spec: CacheSpec
+    keys: list[PassKeys]  # per pass: the identities of its stages, no partition's input yet
+    digests: dict[str, str] = field(default_factory=dict)  # partition key -> digest, if known
+    ends: dict[tuple[int, str], str] = field(default_factory=dict)  # (pass, partition) -> key
+
+    def for_task(self, pass_index: int, partition: Partition) -> PassKeys | None:
+        keys = self.keys[pass_index]
+        if pass_index == 0:
+            return replace(keys, digest=self.digests.get(partition.key))
+        after = self.ends.get((pass_index - 1, partition.key))
+        return replace(keys, after=after) if after is not None else None
+
+    def remember(self, pass_index: int, records: list[PartitionRecord]) -> None:
+        for record in records:
+            if record.cache_key is not None:
+                self.ends[(pass_index, record.partition)] = record.cache_key
+
+
+def cache_plan(
+    spec: CacheSpec, segments: list[Segment], resolved_recipe: dict, run: str
+) -> CachePlan:
+    """The keys of every pass of a build, before any partition is known."""
+    data = cache_keys.data_key(resolved_recipe)
+    passes = []
+    for segment in segments:
+        maps = tuple(cache_keys.stage_identity(stage) for stage in segment.maps)
+        basis = cache_keys.basis_identity(segment.barrier) if segment.barrier else None
+        passes.append(PassKeys(spec=spec, run=run, data=data, maps=maps, basis=basis))
+    return CachePlan(spec, passes)

@@ -1,0 +1,413 @@
+"""The stage cache's part in one partition's pass: what to reuse, and what to keep.
+
+A pass runs a partition's chunks (pass 0: batches read from the input; later passes: the
+batches staged by the pass before) through the segment's map stages, then summarizes for
+the barrier or writes shards. With the cache, each map stage's output is kept per
+partition (an entry, `curate.cache.store`), and so is the barrier's summary basis; a
+later run reuses the longest prefix of the pass whose entries exist and runs the rest.
+
+Entries are kept **chunk by chunk**: the rows after a stage, the rows it removed and its
+counts are recorded per source chunk, so a replay hands the stages after the reused prefix
+exactly the batches a run without the cache would have, the rejected rows come out in the
+same order, and checkpoints (which flush side outputs and close shards) fall on the same
+chunks. The version is byte-identical with or without the cache, and a partition
+interrupted while replaying resumes as any other.
+
+Entry files (each an Arrow IPC file) and meta:
+- input (key: the pass's input key): `quarantine.arrow` (pass 0: one batch per chunk of
+  what could not be read); meta `read` (documents read per chunk, pass 0) and `prev`
+  (pass k > 0: the previous barrier's per-chunk counts as it dropped its decision).
+- map stage (key: after that stage): `rows.arrow` (the chunks the stage left rows in,
+  `_order` partition-local), `rejected.arrow` (the batches of what it removed); meta
+  `rows` (rows per chunk; 0: none, the stages after it were not called),
+  `rejected` (batches per chunk), `counts` (per chunk, or None when not called).
+- barrier basis (key: after the rows it saw): `basis.arrow`; meta `rows` per chunk (-1:
+  not called).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from curate.cache import keys
+from curate.cache.store import CacheSpec, Entry, EntryWriter, StageCache
+from curate.io.batches import QuarantineRecord, local_orders, with_partition
+from curate.stages.base import REJECTED_SCHEMA, StageCounts
+
+log = logging.getLogger(__name__)
+
+QUARANTINE_ENTRY_SCHEMA = pa.schema(
+    [
+        pa.field("file", pa.string()),
+        pa.field("line", pa.int64()),
+        pa.field("reason", pa.string()),
+        pa.field("bytes", pa.int64()),
+        pa.field("offset", pa.int64()),
+        pa.field("fields", pa.list_(pa.string())),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class PassKeys:
+    """What a worker needs to use the cache for one partition's pass (made by the job)."""
+
+    spec: CacheSpec
+    run: str  # the fingerprint of the run, named in the entries it writes
+    data: str  # the recipe's data key, for pass 0's input key once the digest is known
+    maps: tuple[str, ...]  # each map stage's identity (`keys.stage_identity`)
+    basis: str | None  # the barrier's basis identity, when the pass ends at one
+    digest: str | None = None  # pass 0: the partition's content digest, when known
+    after: str | None = None  # pass k > 0: the key of the rows barrier k-1 saw
+    input: str | None = None  # the pass's input key, once resolved (`resolved`)
+
+    def resolved(self, partition_key: str, digest: str | None, decision: Path | None) -> PassKeys:
+        """With the input key: from the partition's digest (pass 0), or from the rows the
+        previous barrier saw and the digest of its decision for the partition."""
+        if decision is not None:
+            assert self.after is not None
+            key = keys.after_barrier(self.after, keys.decision_digest(decision))
+        else:
+            assert digest is not None
+            key = keys.input_key(partition_key, digest, self.data)
+        return replace(self, digest=digest, input=key)
+
+    def chain(self) -> list[str]:
+        """The key after each map stage of the pass, in order."""
+        assert self.input is not None
+        out, key = [], self.input
+        for identity in self.maps:
+            key = keys.after_stage(key, identity)
+            out.append(key)
+        return out
+
+    def end(self) -> str:
+        """The key of the rows the pass ends with (what the barrier sees, or the shards)."""
+        chain = self.chain()
+        assert self.input is not None
+        return chain[-1] if chain else self.input
+
+    def basis_key(self) -> str | None:
+        return keys.chain("basis-of", self.end(), self.basis) if self.basis else None
+
+
+@dataclass
+class Chunk:
+    """One chunk of a replay: what the reused entries hold for it."""
+
+    batch: pa.RecordBatch | None  # the rows after the last reused stage (None: none left)
+    quarantined: list[QuarantineRecord]
+    read: int
+    rejected: list[pa.Table]  # in stage order, as the stages removed them
+    counts: list[StageCounts | None]  # per reused map stage
+    prev: StageCounts | None  # pass k > 0: the previous barrier's counts for this chunk
+    basis: pa.RecordBatch | None  # the barrier's basis, when reused and called for this chunk
+
+
+@dataclass
+class Reuse:
+    """What one partition's pass takes from the cache: the input entry, the entries of the
+    first `stages` map stages, and the basis entry."""
+
+    input: Entry | None = None
+    maps: list[Entry] = field(default_factory=list)
+    basis: Entry | None = None
+
+    @property
+    def stages(self) -> int:
+        return len(self.maps)
+
+    def chunks(self, partition: int, chunk_count: int) -> Iterator[Chunk]:
+        """Every chunk of the pass, from the entries (needs the input entry and one map)."""
+        assert self.input is not None and self.maps
+        last = self.maps[-1]
+        rows = _batches(last, "rows.arrow")
+        rejected = [_batches(e, "rejected.arrow") for e in self.maps]
+        quarantine = _batches(self.input, "quarantine.arrow")
+        basis = _batches(self.basis, "basis.arrow") if self.basis is not None else None
+        read = self.input.meta.get("read")
+        prev = self.input.meta.get("prev")
+        for c in range(chunk_count):
+            batch = None
+            if last.meta["rows"][c]:
+                batch = with_partition(next(rows), partition)
+            removed: list[pa.Table] = []
+            for entry, batches in zip(self.maps, rejected, strict=True):
+                n = entry.meta["rejected"][c]
+                if n:
+                    removed.append(pa.Table.from_batches([next(batches) for _ in range(n)]))
+            quarantined = _quarantine_records(next(quarantine)) if read is not None else []
+            counts = [_counts(e.meta["counts"][c]) for e in self.maps]
+            base = None
+            if basis is not None and self.basis is not None and self.basis.meta["rows"][c] >= 0:
+                base = with_partition(next(basis), partition)
+            yield Chunk(
+                batch, quarantined, read[c] if read is not None else 0, removed, counts,
+                _counts(prev[c]) if prev is not None else None, base,
+            )  # fmt: skip
+
+    def report(self, positions: list[int], barrier: int) -> dict[str, Any]:
+        """For the partition's record: the positions reused, and the runs that made them."""
+        reused = positions[: self.stages] + ([barrier] if self.basis is not None else [])
+        runs = {e.meta.get("run") for e in [*self.maps, self.basis] if e is not None}
+        return {"reused": reused, "from": sorted(r for r in runs if isinstance(r, str))}
+
+    def bases(self, partition: int) -> Iterator[pa.RecordBatch | None]:
+        """The basis entry's batches, chunk by chunk (None where summarize was not called)."""
+        assert self.basis is not None
+        batches = _batches(self.basis, "basis.arrow")
+        for n in self.basis.meta["rows"]:
+            yield with_partition(next(batches), partition) if n >= 0 else None
+
+
+def find(cache: StageCache, pass_keys: PassKeys, pass_index: int) -> Reuse:
+    """The longest prefix of the pass's map stages whose entries are all present and intact,
+    with the input entry it needs, and the basis entry when the pass ends at a barrier."""
+    reuse = Reuse()
+    assert pass_keys.input is not None
+    reuse.input = cache.get(pass_keys.input)
+    if reuse.input is not None and _chunks(reuse.input) is not None:
+        for key in pass_keys.chain():
+            entry = cache.get(key)
+            if entry is None or _chunks(entry) != _chunks(reuse.input):
+                break
+            reuse.maps.append(entry)
+    basis_key = pass_keys.basis_key()
+    if basis_key is not None:
+        reuse.basis = cache.get(basis_key)
+    return reuse
+
+
+def _chunks(entry: Entry) -> int | None:
+    n = entry.meta.get("chunks")
+    return n if isinstance(n, int) and n >= 0 else None
+
+
+# -- keeping: what a pass writes into the cache ------------------------------------------------
+
+
+class _ArrowFile:
+    """Batches into one Arrow IPC file, opened at the first batch (its schema for all)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer: pa.ipc.RecordBatchFileWriter | None = None
+        self.schema: pa.Schema | None = None
+        self.broken = False
+
+    def write(self, batch: pa.RecordBatch) -> None:
+        if self.broken:
+            return
+        if self.writer is None:
+            self.writer = pa.ipc.new_file(str(self.path), batch.schema)
+            self.schema = batch.schema
+        elif batch.schema != self.schema:  # cannot be kept in one file: keep nothing
+            self.broken = True
+            return
+        self.writer.write_batch(batch)
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+
+
+class Keeper:
+    """Everything one partition's pass writes into the cache, committed when the pass ends."""
+
+    def __init__(
+        self, cache: StageCache, pass_keys: PassKeys, reuse: Reuse, *, keep_input: bool
+    ) -> None:
+        self.cache = cache
+        self.run = pass_keys.run
+        self.chunks = 0
+        self.input: _InputKeeper | None = None
+        if keep_input and pass_keys.input is not None and reuse.input is None:
+            self.input = _InputKeeper(cache.writer(pass_keys.input))
+        chain = pass_keys.chain()
+        self.maps = [_MapKeeper(cache.writer(key)) for key in chain[reuse.stages :]]
+        self.basis: _BasisKeeper | None = None
+        basis_key = pass_keys.basis_key()
+        if basis_key is not None and reuse.basis is None:
+            self.basis = _BasisKeeper(cache.writer(basis_key))
+
+    def begin_chunk(self) -> None:
+        self.chunks += 1
+        for keeper in self._all():
+            keeper.begin_chunk()
+
+    def _all(self) -> list[_Keeper]:
+        out: list[_Keeper] = [*self.maps]
+        if self.input is not None:
+            out.append(self.input)
+        if self.basis is not None:
+            out.append(self.basis)
+        return out
+
+    def commit(self) -> None:
+        for keeper in self._all():
+            keeper.commit(self.chunks, self.run)
+
+    def abort(self) -> None:
+        for keeper in self._all():
+            keeper.abort()
+
+
+class _Keeper:
+    def __init__(self, writer: EntryWriter, kind: str) -> None:
+        self.writer = writer
+        self.kind = kind
+        self.files: list[_ArrowFile] = []
+        self.started = time.perf_counter()
+
+    def file(self, name: str) -> _ArrowFile:
+        f = _ArrowFile(self.writer.path(name))
+        self.files.append(f)
+        return f
+
+    def begin_chunk(self) -> None:
+        raise NotImplementedError
+
+    def meta(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def commit(self, chunks: int, run: str) -> None:
+        for f in self.files:
+            f.close()
+        if any(f.broken for f in self.files):
+            self.writer.abort()
+            return
+        meta = {"kind": self.kind, "format": keys.ENTRY_FORMAT, "chunks": chunks, "run": run}
+        self.writer.commit(meta | self.meta())
+
+    def abort(self) -> None:
+        for f in self.files:
+            f.close()
+        self.writer.abort()
+
+
+class _InputKeeper(_Keeper):
+    def __init__(self, writer: EntryWriter) -> None:
+        super().__init__(writer, "input")
+        self.quarantine = self.file("quarantine.arrow")
+        self.read: list[int] = []
+        self.prev: list[dict[str, Any] | None] = []
+        self.first_pass = False
+
+    def begin_chunk(self) -> None:
+        self.read.append(0)
+        self.prev.append(None)
+
+    def chunk_read(self, n: int, quarantined: list[QuarantineRecord]) -> None:
+        self.first_pass = True
+        self.read[-1] = n
+        self.quarantine.write(_quarantine_batch(quarantined))
+
+    def chunk_prev(self, counts: StageCounts) -> None:
+        self.prev[-1] = counts.to_dict()
+
+    def meta(self) -> dict[str, Any]:
+        return {"read": self.read} if self.first_pass else {"prev": self.prev}
+
+
+class _MapKeeper(_Keeper):
+    def __init__(self, writer: EntryWriter) -> None:
+        super().__init__(writer, "map")
+        self.rows_file = self.file("rows.arrow")
+        self.rejected_file = self.file("rejected.arrow")
+        self.rows: list[int] = []
+        self.rejected: list[int] = []
+        self.counts: list[dict[str, Any] | None] = []
+
+    def begin_chunk(self) -> None:
+        self.rows.append(0)
+        self.rejected.append(0)
+        self.counts.append(None)
+
+    def chunk(self, batch: pa.RecordBatch, removed: list[pa.Table], counts: StageCounts) -> None:
+        """What the stage did to this chunk (called only when the stage was called)."""
+        if batch.num_rows:
+            self.rows_file.write(local_orders(batch))
+            self.rows[-1] = batch.num_rows
+        for table in removed:
+            for part in table.cast(REJECTED_SCHEMA).to_batches():
+                self.rejected_file.write(part)
+                self.rejected[-1] += 1
+        self.counts[-1] = counts.to_dict()
+
+    def meta(self) -> dict[str, Any]:
+        return {"rows": self.rows, "rejected": self.rejected, "counts": self.counts}
+
+
+class _BasisKeeper(_Keeper):
+    def __init__(self, writer: EntryWriter) -> None:
+        super().__init__(writer, "basis")
+        self.basis = self.file("basis.arrow")
+        self.rows: list[int] = []
+
+    def begin_chunk(self) -> None:
+        self.rows.append(-1)
+
+    def chunk(self, basis: pa.RecordBatch) -> None:
+        self.basis.write(local_orders(basis))
+        self.rows[-1] = basis.num_rows
+
+    def meta(self) -> dict[str, Any]:
+        return {"rows": self.rows}
+
+
+def open_cache(spec: CacheSpec) -> StageCache:
+    return StageCache(spec)
+
+
+# -- helpers ---------------------------------------------------------------------------------
+
+
+def _batches(entry: Entry | None, name: str) -> Iterator[pa.RecordBatch]:
+    if entry is None:
+        return iter(())
+    path = entry.file(name)
+    if path is None or not path.exists() or path.stat().st_size == 0:
+        return iter(())
+    reader = pa.ipc.open_file(pa.memory_map(str(path)))
+    return (reader.get_batch(i) for i in range(reader.num_record_batches))
+
+
+def _counts(data: dict[str, Any] | None) -> StageCounts | None:
+    return StageCounts.from_dict(data) if data is not None else None
+
+
+def _quarantine_batch(records: list[QuarantineRecord]) -> pa.RecordBatch:
+    return pa.record_batch(
+        [
+            pa.array([r.file for r in records], pa.string()),
+            pa.array([r.line for r in records], pa.int64()),
+            pa.array([r.reason for r in records], pa.string()),
+            pa.array([r.nbytes for r in records], pa.int64()),
+            pa.array([r.offset for r in records], pa.int64()),
+            pa.array(
+                [list(r.fields) if r.fields is not None else None for r in records],
+                pa.list_(pa.string()),
+            ),
+        ],
+        schema=QUARANTINE_ENTRY_SCHEMA,
+    )
+
+
+def _names(fields: tuple[str, ...] | None) -> list[str] | None:
+    return list(fields) if fields is not None else None
+
+
+def _quarantine_records(batch: pa.RecordBatch) -> list[QuarantineRecord]:
+    out = []
+    for row in batch.to_pylist():
+        fields = tuple(row["fields"]) if row["fields"] is not None else None
+        out.append(QuarantineRecord(row["file"], row["line"], row["reason"], row["bytes"],
+                                    fields, row["offset"]))  # fmt: skip
+    return out
