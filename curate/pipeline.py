@@ -19,6 +19,7 @@ and those that cannot be a conversation are in `result.quarantined` with the rea
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,24 +27,31 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import xxhash
 
+from curate.cache import keys as cache_keys
 from curate.chat.reader import lone_surrogate, messages_array
 from curate.chat.shapes import to_messages
 from curate.chat.spec import MESSAGES, ChatInput
 from curate.collective.local import LocalSummaries
+from curate.engines.tasks import ready
 from curate.errors import CurateError
 from curate.io.batches import ID, ORDER
 from curate.output.packing import packing_for
-from curate.plan import make_plan
 from curate.recipe import Recipe, StageSpec, build_stage, shape_problems
 from curate.stages.base import (
     DECISION_SCHEMA,
     REJECTED_SCHEMA,
+    BarrierStage,
+    MapStage,
     Stage,
     StageCounts,
 )
 from curate.stages.chain import build_stages, run_maps
 from curate.version import Version
+
+KEPT_BYTES = 2 << 30
+"""What `Pipeline.process` keeps of intermediate results at most (Arrow bytes, shared)."""
 
 QUARANTINED = pa.schema([pa.field(ID, pa.string()), pa.field("reason", pa.string())])
 
@@ -55,6 +63,8 @@ class PipelineResult:
     counts: dict[str, StageCounts] = field(default_factory=dict)
     quarantined: pa.Table = field(default_factory=lambda: QUARANTINED.empty_table())
     """Chat records that are no conversation (id, reason), as the chat reader quarantines."""
+    reused: list[str] = field(default_factory=list)
+    """Stages (`position:name`) whose result was kept from an earlier `process` call."""
 
     def __repr__(self) -> str:
         parts = ", ".join(f"{name}: {c.docs_in}->{c.docs_out}" for name, c in self.counts.items())
@@ -66,10 +76,15 @@ class Pipeline:
 
     def __init__(
         self, stages: Iterable[Mapping[str, Any]] = (), *, text_field: str = "text",
-        chat: str | Mapping[str, Any] | ChatInput | None = None,
+        chat: str | Mapping[str, Any] | ChatInput | None = None, keep: bool = True,
     ) -> None:  # fmt: skip
         """`chat`: the records are conversations: a shape name (`messages`, `sharegpt`,
-        `alpaca`, `auto`) or the recipe's `chat:` mapping."""
+        `alpaca`, `auto`) or the recipe's `chat:` mapping. `keep`: `process` keeps each
+        stage's result in memory (for this process, shared by every pipeline, the oldest
+        dropped beyond `KEPT_BYTES`), keyed by the data and the stages up to it, so running
+        it again after changing a later stage -- even from a new `Pipeline` built in a
+        re-run notebook cell -- runs only the stages from that one on."""
+        self.keep = keep
         self.text_field = text_field
         if isinstance(chat, str):
             chat = {"shape": chat}
@@ -123,30 +138,20 @@ class Pipeline:
         if ID not in table.column_names:
             table = table.append_column(ID, pa.array([str(i) for i in range(table.num_rows)]))
         table = table.append_column(ORDER, pa.array(np.arange(table.num_rows, dtype=np.uint64)))
-        stages = self.stages()
-        for s in stages:
-            s.setup()
-        counts = {f"{i}:{s.name}": StageCounts() for i, s in enumerate(stages)}
-        labels = {id(s): f"{i}:{s.name}" for i, s in enumerate(stages)}
-        rejected: list[pa.Table] = []
-        for segment in make_plan(stages):
-            batch = table.combine_chunks().to_batches()[0] if table.num_rows else None
-            if batch is None:
+        stages = [ready(s) for s in self.stages()]  # set up once per process and config
+        labels = [f"{i}:{s.name}" for i, s in enumerate(stages)]
+        keys = _stage_keys(table, stages, self.text_field, self.chat)
+        state, start = _State(table, [], {label: StageCounts() for label in labels}), 0
+        for i in reversed(range(len(stages)) if self.keep else ()):
+            if keys[i] in _KEPT:
+                _KEPT.move_to_end(keys[i])
+                state, start = _KEPT[keys[i]].copy(), i + 1
                 break
-            batch = run_maps(
-                batch, segment.maps, [counts[labels[id(s)]] for s in segment.maps], rejected
-            )
-            if segment.barrier is not None:
-                b = segment.barrier
-                decision = b.decide(LocalSummaries.from_tables([b.summarize(batch)]))
-                decision = decision.collect(DECISION_SCHEMA).sort_by(ORDER)
-                kept = b.apply(batch, decision.column(ID)).batch
-                c = counts[labels[id(b)]]
-                c.docs_in, c.docs_out = batch.num_rows, kept.num_rows
-                c.removed.update(decision.column("reason").to_pylist())
-                rejected.append(decision.select(REJECTED_SCHEMA.names))
-                batch = kept
-            table = pa.Table.from_batches([batch])
+        for i in range(start, len(stages)):
+            state = _run_stage(stages[i], state, state.counts[labels[i]])
+            self._keep(keys[i], state)
+        reused = labels[:start]
+        table, rejected, counts = state.table, state.rejected, state.counts
         table = table.drop_columns([ORDER])
         pack = packing_for(stages)
         if pack is not None:  # as the shard writer packs one partition
@@ -159,7 +164,19 @@ class Pipeline:
             if rejected
             else REJECTED_SCHEMA.empty_table()
         )
-        return PipelineResult(table, rej, counts, quarantined)
+        return PipelineResult(table, rej, counts, quarantined, reused)
+
+    def _keep(self, key: str, state: _State) -> None:
+        if self.keep:
+            _KEPT[key] = state.copy()
+            _KEPT.move_to_end(key)
+            while len(_KEPT) > 1 and sum(s.nbytes() for s in _KEPT.values()) > KEPT_BYTES:
+                _KEPT.popitem(last=False)
+
+    @staticmethod
+    def forget() -> None:
+        """Drop every intermediate result `process` kept in this process."""
+        _KEPT.clear()
 
     def recipe(
         self, inputs: list[str], *, name: str, root: str | Path = "curated", **extra: Any
@@ -183,6 +200,63 @@ class Pipeline:
         from curate.runner import run
 
         return run(self.recipe(inputs, name=name, root=root, **extra))
+
+
+_KEPT: OrderedDict[str, _State] = OrderedDict()
+
+
+@dataclass
+class _State:
+    """The data after some stages of `process`: what is left, what was removed, counts."""
+
+    table: pa.Table
+    rejected: list[pa.Table]
+    counts: dict[str, StageCounts]
+
+    def nbytes(self) -> int:
+        return int(self.table.nbytes + sum(t.nbytes for t in self.rejected))
+
+    def copy(self) -> _State:
+        counts = {k: StageCounts.from_dict(c.to_dict()) for k, c in self.counts.items()}
+        return _State(self.table, list(self.rejected), counts)
+
+
+def _stage_keys(
+    table: pa.Table, stages: list[Stage], text_field: str, chat: ChatInput | None
+) -> list[str]:
+    """Per stage, a key of the data `process` was given and every stage up to that one
+    (the stage cache's identities: parameters, software, code)."""
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    digest = xxhash.xxh3_128_hexdigest(sink.getvalue().to_pybytes())
+    chat_key = chat.model_dump(mode="json") if chat is not None else None
+    key = cache_keys.chain("pipeline", digest, text_field, chat_key)
+    out = []
+    for stage in stages:
+        identity = cache_keys.stage_identity(stage)
+        key = cache_keys.after_stage(key, identity)
+        out.append(key)
+    return out
+
+
+def _run_stage(stage: Stage, state: _State, counts: StageCounts) -> _State:
+    """One stage over the whole table, as the engines run it on one partition."""
+    table, rejected = state.table, list(state.rejected)
+    if not table.num_rows:
+        return _State(table, rejected, state.counts)
+    batch = table.combine_chunks().to_batches()[0]
+    if isinstance(stage, MapStage):
+        batch = run_maps(batch, [stage], [counts], rejected)
+    elif isinstance(stage, BarrierStage):
+        decision = stage.decide(LocalSummaries.from_tables([stage.summarize(batch)]))
+        decision = decision.collect(DECISION_SCHEMA).sort_by(ORDER)
+        kept = stage.apply(batch, decision.column(ID)).batch
+        counts.docs_in, counts.docs_out = batch.num_rows, kept.num_rows
+        counts.removed.update(decision.column("reason").to_pylist())
+        rejected.append(decision.select(REJECTED_SCHEMA.names))
+        batch = kept
+    return _State(pa.Table.from_batches([batch]), rejected, state.counts)
 
 
 def _chat_table(

@@ -144,3 +144,34 @@ def test_chat_pipeline_refuses_stages_for_text() -> None:
 
     with pytest.raises(CurateError, match="chat records"):
         Pipeline(chat="messages").add("tokenize", source="x")
+
+
+def test_process_again_after_changing_the_last_stage_runs_only_that_stage() -> None:
+    """Intermediate results are kept in memory (`keep`): a notebook that changes the last
+    stage and processes the same data again pays for that stage only, and gets what a fresh
+    pipeline gives."""
+    records = [
+        {"id": f"d{i}", "text": f"Doc {i % 7}  with words " * (1 + i % 3)} for i in range(60)
+    ]
+    Pipeline.forget()
+    first = Pipeline().add("normalize").add("exact_dedup").add("filter_length", min_words=3)
+    before = first.process(records)
+    assert before.reused == []
+    # the notebook cell edited and run again: a new pipeline, the same first stages
+    first = Pipeline().add("normalize").add("exact_dedup").add("filter_length", min_words=8)
+    after = first.process(records)
+    assert after.reused == ["0:normalize", "1:exact_dedup"]
+    fresh = Pipeline(keep=False).add("normalize").add("exact_dedup")
+    expected = fresh.add("filter_length", min_words=8).process(records)
+    assert expected.reused == []
+    assert after.table.equals(expected.table)
+    assert after.rejected.equals(expected.rejected)
+    assert {k: c.to_dict() | {"seconds": 0} for k, c in after.counts.items()} == {
+        k: c.to_dict() | {"seconds": 0} for k, c in expected.counts.items()
+    }
+    again = first.process(records)  # nothing changed: every stage from memory
+    assert again.reused == ["0:normalize", "1:exact_dedup", "2:filter_length"]
+    assert again.table.equals(expected.table)
+    other = first.process(records[:30])  # other data: nothing reused
+    assert other.reused == []
+    assert Pipeline(keep=False).add("normalize").process(records).reused == []

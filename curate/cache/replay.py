@@ -28,17 +28,20 @@ Entry files (each an Arrow IPC file) and meta:
 from __future__ import annotations
 
 import logging
+import mmap
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pyarrow as pa
 
 from curate.cache import keys
 from curate.cache.store import CacheSpec, Entry, EntryWriter, StageCache
 from curate.io.batches import QuarantineRecord, local_orders, with_partition
+from curate.phases import mark
 from curate.stages.base import REJECTED_SCHEMA, StageCounts
 
 log = logging.getLogger(__name__)
@@ -124,17 +127,18 @@ class Reuse:
     def stages(self) -> int:
         return len(self.maps)
 
-    def chunks(self, partition: int, chunk_count: int) -> Iterator[Chunk]:
+    def chunks(self, cache: StageCache, partition: int, chunk_count: int) -> Iterator[Chunk]:
         """Every chunk of the pass, from the entries (needs the input entry and one map)."""
         assert self.input is not None and self.maps
         last = self.maps[-1]
-        rows = _batches(last, "rows.arrow")
-        rejected = [_batches(e, "rejected.arrow") for e in self.maps]
-        quarantine = _batches(self.input, "quarantine.arrow")
-        basis = _batches(self.basis, "basis.arrow") if self.basis is not None else None
+        rows = _batches(cache, last, "rows.arrow")
+        rejected = [_batches(cache, e, "rejected.arrow") for e in self.maps]
+        quarantine = _batches(cache, self.input, "quarantine.arrow")
+        basis = _batches(cache, self.basis, "basis.arrow") if self.basis is not None else None
         read = self.input.meta.get("read")
         prev = self.input.meta.get("prev")
         for c in range(chunk_count):
+            mark("cache_read")  # crash tests kill here: mid-replay
             batch = None
             if last.meta["rows"][c]:
                 batch = with_partition(next(rows), partition)
@@ -159,10 +163,10 @@ class Reuse:
         runs = {e.meta.get("run") for e in [*self.maps, self.basis] if e is not None}
         return {"reused": reused, "from": sorted(r for r in runs if isinstance(r, str))}
 
-    def bases(self, partition: int) -> Iterator[pa.RecordBatch | None]:
+    def bases(self, cache: StageCache, partition: int) -> Iterator[pa.RecordBatch | None]:
         """The basis entry's batches, chunk by chunk (None where summarize was not called)."""
         assert self.basis is not None
-        batches = _batches(self.basis, "basis.arrow")
+        batches = _batches(cache, self.basis, "basis.arrow")
         for n in self.basis.meta["rows"]:
             yield with_partition(next(batches), partition) if n >= 0 else None
 
@@ -172,16 +176,18 @@ def find(cache: StageCache, pass_keys: PassKeys, pass_index: int) -> Reuse:
     with the input entry it needs, and the basis entry when the pass ends at a barrier."""
     reuse = Reuse()
     assert pass_keys.input is not None
-    reuse.input = cache.get(pass_keys.input)
-    if reuse.input is not None and _chunks(reuse.input) is not None:
+    reuse.input = _consistent(cache, cache.get(pass_keys.input))
+    if reuse.input is not None:
         for key in pass_keys.chain():
-            entry = cache.get(key)
+            entry = _consistent(cache, cache.get(key))
             if entry is None or _chunks(entry) != _chunks(reuse.input):
                 break
             reuse.maps.append(entry)
     basis_key = pass_keys.basis_key()
     if basis_key is not None:
-        reuse.basis = cache.get(basis_key)
+        reuse.basis = _consistent(cache, cache.get(basis_key))
+        if reuse.basis and reuse.input and _chunks(reuse.basis) != _chunks(reuse.input):
+            reuse.basis = None
     return reuse
 
 
@@ -190,14 +196,62 @@ def _chunks(entry: Entry) -> int | None:
     return n if isinstance(n, int) and n >= 0 else None
 
 
+def _consistent(cache: StageCache, entry: Entry | None) -> Entry | None:
+    """The entry, when its meta and its files agree on how many batches each holds (a meta
+    this code did not write, or a mismatch, makes it a miss: recomputed, never replayed)."""
+    if entry is None or entry.meta.get("format") != keys.ENTRY_FORMAT:
+        return None
+    meta, n = entry.meta, _chunks(entry)
+    try:
+        if meta.get("kind") == "map":
+            rows, rejected = meta["rows"], meta["rejected"]
+            counts = meta["counts"]
+            ok = len(rows) == len(rejected) == len(counts) == n
+            ok = ok and _count(cache, entry, "rows.arrow") == sum(1 for r in rows if r)
+            ok = ok and _count(cache, entry, "rejected.arrow") == sum(rejected)
+        elif meta.get("kind") == "basis":
+            rows = meta["rows"]
+            ok = len(rows) == n and _count(cache, entry, "basis.arrow") == sum(
+                1 for r in rows if r >= 0
+            )
+        elif meta.get("kind") == "input":
+            read, prev = meta.get("read"), meta.get("prev")
+            ok = (read is not None and len(read) == n
+                  and _count(cache, entry, "quarantine.arrow") == n) or (
+                prev is not None and len(prev) == n)  # fmt: skip
+        else:
+            ok = False
+    except (KeyError, TypeError, OSError, pa.ArrowException):
+        ok = False
+    if not ok:
+        log.warning("stage cache entry %s does not hold what its meta says: not used", entry.key)
+    return entry if ok else None
+
+
+def _count(cache: StageCache, entry: Entry, name: str) -> int:
+    """How many batches the entry's file holds (0 when it has none)."""
+    if entry.file(name) is None:
+        return 0
+    fd = cache.open_file(entry, name)
+    try:
+        if os.fstat(fd).st_size == 0:
+            return 0
+        with os.fdopen(os.dup(fd), "rb") as f:
+            return int(pa.ipc.open_file(f).num_record_batches)
+    finally:
+        os.close(fd)
+
+
 # -- keeping: what a pass writes into the cache ------------------------------------------------
 
 
 class _ArrowFile:
     """Batches into one Arrow IPC file, opened at the first batch (its schema for all)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, entry: EntryWriter, name: str) -> None:
+        self.entry = entry
+        self.name = name
+        self.sink: BinaryIO | None = None
         self.writer: pa.ipc.RecordBatchFileWriter | None = None
         self.schema: pa.Schema | None = None
         self.broken = False
@@ -206,7 +260,8 @@ class _ArrowFile:
         if self.broken:
             return
         if self.writer is None:
-            self.writer = pa.ipc.new_file(str(self.path), batch.schema)
+            self.sink = self.entry.open(self.name)
+            self.writer = pa.ipc.new_file(self.sink, batch.schema)
             self.schema = batch.schema
         elif batch.schema != self.schema:  # cannot be kept in one file: keep nothing
             self.broken = True
@@ -216,6 +271,10 @@ class _ArrowFile:
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()
+            self.writer = None
+        if self.sink is not None:
+            self.sink.close()
+            self.sink = None
 
 
 class Keeper:
@@ -267,7 +326,7 @@ class _Keeper:
         self.started = time.perf_counter()
 
     def file(self, name: str) -> _ArrowFile:
-        f = _ArrowFile(self.writer.path(name))
+        f = _ArrowFile(self.writer, name)
         self.files.append(f)
         return f
 
@@ -369,13 +428,19 @@ def open_cache(spec: CacheSpec) -> StageCache:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _batches(entry: Entry | None, name: str) -> Iterator[pa.RecordBatch]:
-    if entry is None:
+def _batches(cache: StageCache, entry: Entry | None, name: str) -> Iterator[pa.RecordBatch]:
+    """The batches of an entry's file, mapped through a descriptor the cache opened (an
+    entry with no such file had no batch to keep)."""
+    if entry is None or entry.file(name) is None:
         return iter(())
-    path = entry.file(name)
-    if path is None or not path.exists() or path.stat().st_size == 0:
-        return iter(())
-    reader = pa.ipc.open_file(pa.memory_map(str(path)))
+    fd = cache.open_file(entry, name)
+    try:
+        if os.fstat(fd).st_size == 0:
+            return iter(())
+        mapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+    finally:
+        os.close(fd)
+    reader = pa.ipc.open_file(pa.py_buffer(mapped))
     return (reader.get_batch(i) for i in range(reader.num_record_batches))
 
 

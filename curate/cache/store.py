@@ -218,6 +218,14 @@ class StageCache:
             log.warning("stage cache entry %s not used: %s", key, exc)
             return None
 
+    def open_file(self, entry: Entry, name: str) -> int:
+        """A read-only descriptor on the file `name` of `entry`, opened through the cache
+        root this process holds (never by path: a link swapped in for `.cache` meanwhile
+        leads nowhere)."""
+        root = self._hold()
+        with root.folder(check_key(entry.key)[:2]) as shard, shard.folder(entry.key) as folder:
+            return folder.open_file(name, os.O_RDONLY)
+
     def writer(self, key: str) -> EntryWriter:
         """A new entry for `key`, visible only once committed."""
         check_key(key)

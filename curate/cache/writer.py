@@ -16,7 +16,7 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from curate.cache.meta import file_digest, meta_text
 from curate.cache.names import META, check_name
@@ -53,6 +53,13 @@ class EntryWriter:
     def path(self, name: str) -> Path:
         """Where to write the file `name` of the entry (a plain name: no folders)."""
         return self._path / check_name(name)
+
+    def open(self, name: str) -> BinaryIO:
+        """The file `name` of the entry, created for writing in the entry's private folder
+        through the descriptor held on it (a link swapped in for a folder on the way to the
+        cache is never followed)."""
+        fd = self._folder.open_file(check_name(name), os.O_WRONLY, mode=self._cache.spec.file_mode)
+        return os.fdopen(fd, "wb")
 
     def commit(self, meta: dict[str, Any]) -> bool:
         """Make the entry visible under its key with `meta`; False when an entry was already

@@ -296,14 +296,14 @@ class PartitionRun:
             if self.task.pass_index == 0:
                 self.record.input_stat = list(input_watch.discovered(self.part.input))
                 self.record.digest = keys.digest
-            for chunk in reuse.chunks(self.part.index, reuse.input.meta["chunks"]):
+            for chunk in reuse.chunks(cache, self.part.index, reuse.input.meta["chunks"]):
                 yield chunk.batch, chunk.quarantined, chunk
             if self.task.pass_index == 0:
                 input_watch.check(self.part.input)
             return
-        bases = reuse.bases(self.part.index) if reuse.basis is not None else None
+        bases = reuse.bases(cache, self.part.index) if reuse.basis is not None else None
         for batch, quarantined in _source_chunks(self.task, self.record, keys.digest):
-            basis = next(bases) if bases is not None else None
+            basis = next(bases, None) if bases is not None else None  # short: computed
             yield batch, quarantined, Chunk(None, [], 0, [], [], None, basis) if bases else None
 
     def _replayed(self, chunk: Chunk) -> None:
