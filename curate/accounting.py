@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,9 +70,11 @@ def count_documents(
     )
 
 
-def stage_records(stages: list[Stage], result: JobResult) -> list[StageRecord]:
+def stage_records(
+    stages: list[Stage], result: JobResult, names: Callable[[str], str] = str
+) -> list[StageRecord]:
     software = stage_software(stages)
-    caching = cache_records(stages, result)
+    caching = cache_records(stages, result, names)
     out = []
     for i, stage in enumerate(stages):
         total = StageCounts()
@@ -108,27 +110,43 @@ def stage_records(stages: list[Stage], result: JobResult) -> list[StageRecord]:
     return out
 
 
-def cache_records(stages: list[Stage], result: JobResult) -> dict[int, StageCacheRecord]:
+def cache_records(
+    stages: list[Stage], result: JobResult, names: Callable[[str], str] = str
+) -> dict[int, StageCacheRecord]:
     """Per stage position, how many partitions took its output from the stage cache and
-    how many ran it (from the records of the pass that runs it; a barrier: its basis)."""
+    how many ran it (from the records of the pass that runs it; a barrier: its basis), and
+    what the reused output cost to compute and to read back. `names` turns the fingerprint
+    of a run that kept entries into the version it published."""
     reused: Counter[int] = Counter()
     ran: Counter[int] = Counter()
     runs: dict[int, set[str]] = {}
+    computed: Counter[int] = Counter()
+    read_seconds: Counter[int] = Counter()
+    read_bytes: Counter[int] = Counter()
     for k, pass_records in enumerate(result.records):
         positions = _pass_positions(stages, k)
         for r in pass_records:
             if r.cache is None:
                 continue
-            hit = set(r.cache.get("reused", []))
+            hit = [pos for pos in positions if pos in set(r.cache.get("reused", []))]
             for pos in positions:
                 if pos in hit:
                     reused[pos] += 1
                     runs.setdefault(pos, set()).update(r.cache.get("from", []))
+                    computed[pos] += r.cache.get("computed_seconds", {}).get(str(pos), 0.0)
                 else:
                     ran[pos] += 1
+            if hit:  # the pass read its entries back at once: counted at its last reused stage
+                read_seconds[hit[-1]] += r.cache.get("read_seconds", 0.0)
+                read_bytes[hit[-1]] += r.cache.get("read_bytes", 0)
     return {
         pos: StageCacheRecord(
-            reused=reused[pos], ran=ran[pos], reused_from=sorted(runs.get(pos, set()))
+            reused=reused[pos],
+            ran=ran[pos],
+            reused_from=[names(run) for run in sorted(runs.get(pos, set()))],
+            computed_seconds=round(computed[pos], 4),
+            read_seconds=round(read_seconds[pos], 4),
+            read_bytes=read_bytes[pos],
         )
         for pos in sorted(set(reused) | set(ran))
     }

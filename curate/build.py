@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import threading
 import time
@@ -34,6 +35,7 @@ from curate.engines.tasks import RunSettings
 from curate.errors import CurateError
 from curate.fingerprint import content_hash
 from curate.io.batches import FieldSpec
+from curate.io.digest_cache import DigestCache
 from curate.io.inputs import InputFile
 from curate.io.partitions import Partition, plan_partitions
 from curate.io.plan_cache import PlanCache
@@ -263,12 +265,27 @@ class Build:
             ),
         )
 
+    def _version_of(self, fingerprint: str) -> str:
+        """The version a run published (for "reused from v3"), or its fingerprint's start."""
+        try:
+            name = self.store.indexed(fingerprint)
+        except (CurateError, OSError, ValueError):
+            name = None
+        return name if name and re.fullmatch(r"v\d+", name) else fingerprint[:16]
+
     def _cache_plan(self, segments: list[Segment]) -> CachePlan | None:
         """The stage cache's keys for this build, when the recipe keeps a cache."""
         spec = cache_for_run(self.recipe, self.files, self.store, self.fingerprint)
         if spec is None:
             return None
-        return cache_plan(spec, segments, self.recipe.resolved(), self.fingerprint[:16])
+        plan = cache_plan(spec, segments, self.recipe.resolved(), self.fingerprint)
+        try:  # digests an earlier build took of unchanged files: pass 0 need not hash them
+            known = DigestCache(self.store.read_own(".cache", "digests.json"))
+        except CurateError:
+            return plan
+        for f in self.files:
+            plan.digests.update(known.digests(f, self.recipe.partition_size) or {})
+        return plan
 
     def _publish(
         self,
@@ -322,7 +339,7 @@ class Build:
                     self.files, digests, job.partitions, result.records[0]
                 ),
                 partitions=accounting.partition_entries(job.partitions, result.records[0]),
-                stages=accounting.stage_records(stages, result),
+                stages=accounting.stage_records(stages, result, self._version_of),
                 schema_=[{"name": f.name, "type": str(f.type)} for f in job.settings.final_schema],
                 shards=shards,
                 rejected=side["rejected"],

@@ -83,8 +83,16 @@ class StageCacheRecord(_Model):
     ran: int = Field(description="Partitions that ran the stage (and kept its output).")
     reused_from: list[str] = Field(
         default_factory=list,
-        description="Fingerprints (first 16 hex digits) of the runs that wrote the entries.",
+        description="The versions the runs that kept the reused entries published (a run "
+        "that published none: its fingerprint's first 16 hex digits).",
     )
+    computed_seconds: float = Field(
+        0.0, description="Worker seconds the reused output took the runs that computed it."
+    )
+    read_seconds: float = Field(
+        0.0, description="Worker seconds this run spent reading reused entries back."
+    )
+    read_bytes: int = Field(0, description="Bytes of the reused entries read back.")
 
 
 class FileRecord(_Model):

@@ -52,14 +52,19 @@ def render_summary(version: Version) -> str:
 
 
 def _cache_note(cache: dict[str, Any] | None) -> list[str]:
-    """Whether the stage ran or its output came from the stage cache (and whose)."""
+    """Whether the stage ran or its output came from the stage cache: from which version,
+    what computing it had cost, and what reading it back cost this run."""
     if not cache or not cache["reused"]:
         return []
-    runs = ", ".join(run[:8] for run in cache["reused_from"][:3])
-    if not cache["ran"]:
-        return [f"(reused from run {runs})"]
-    total = cache["reused"] + cache["ran"]
-    return [f"(reused {cache['reused']:,}/{total:,} partitions from run {runs})"]
+    runs = ", ".join(cache["reused_from"][:3])
+    share = "" if not cache["ran"] else f" {cache['reused']:,}/{cache['reused'] + cache['ran']:,}"
+    figures = f"{cache.get('computed_seconds', 0.0):.2f}s of work"
+    if cache.get("read_bytes"):
+        figures += (
+            f", {format_size(cache['read_bytes'])} read back in "
+            f"{cache.get('read_seconds', 0.0):.2f}s"
+        )
+    return [f"(reused{share} from {runs}: {figures})"]
 
 
 def _packed(items: list[str], width: int) -> list[str]:

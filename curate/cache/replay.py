@@ -122,6 +122,8 @@ class Reuse:
     input: Entry | None = None
     maps: list[Entry] = field(default_factory=list)
     basis: Entry | None = None
+    read_seconds: float = 0.0  # spent reading entries back, this run
+    read_bytes: int = 0  # the size of the entry files read back
 
     @property
     def stages(self) -> int:
@@ -131,10 +133,11 @@ class Reuse:
         """Every chunk of the pass, from the entries (needs the input entry and one map)."""
         assert self.input is not None and self.maps
         last = self.maps[-1]
-        rows = _batches(cache, last, "rows.arrow")
-        rejected = [_batches(cache, e, "rejected.arrow") for e in self.maps]
-        quarantine = _batches(cache, self.input, "quarantine.arrow")
-        basis = _batches(cache, self.basis, "basis.arrow") if self.basis is not None else None
+        started = time.perf_counter()
+        rows = _batches(cache, last, "rows.arrow", self)
+        rejected = [_batches(cache, e, "rejected.arrow", self) for e in self.maps]
+        quarantine = _batches(cache, self.input, "quarantine.arrow", self)
+        basis = _batches(cache, self.basis, "basis.arrow", self) if self.basis else None
         read = self.input.meta.get("read")
         prev = self.input.meta.get("prev")
         for c in range(chunk_count):
@@ -152,23 +155,37 @@ class Reuse:
             base = None
             if basis is not None and self.basis is not None and self.basis.meta["rows"][c] >= 0:
                 base = with_partition(next(basis), partition)
-            yield Chunk(
+            chunk = Chunk(
                 batch, quarantined, read[c] if read is not None else 0, removed, counts,
                 _counts(prev[c]) if prev is not None else None, base,
             )  # fmt: skip
+            self.read_seconds += time.perf_counter() - started
+            yield chunk
+            started = time.perf_counter()
 
     def report(self, positions: list[int], barrier: int) -> dict[str, Any]:
         """For the partition's record: the positions reused, and the runs that made them."""
         reused = positions[: self.stages] + ([barrier] if self.basis is not None else [])
-        runs = {e.meta.get("run") for e in [*self.maps, self.basis] if e is not None}
-        return {"reused": reused, "from": sorted(r for r in runs if isinstance(r, str))}
+        entries = [*self.maps, *([self.basis] if self.basis is not None else [])]
+        runs = {e.meta.get("run") for e in entries}
+        computed = [_computed_seconds(e) for e in entries]  # when the run that kept them ran
+        return {
+            "reused": reused,
+            "from": sorted(r for r in runs if isinstance(r, str)),
+            "computed_seconds": dict(zip(map(str, reused), computed, strict=True)),
+            "read_seconds": round(self.read_seconds, 4),
+            "read_bytes": self.read_bytes,
+        }
 
     def bases(self, cache: StageCache, partition: int) -> Iterator[pa.RecordBatch | None]:
         """The basis entry's batches, chunk by chunk (None where summarize was not called)."""
         assert self.basis is not None
-        batches = _batches(cache, self.basis, "basis.arrow")
+        batches = _batches(cache, self.basis, "basis.arrow", self)
         for n in self.basis.meta["rows"]:
-            yield with_partition(next(batches), partition) if n >= 0 else None
+            started = time.perf_counter()
+            basis = with_partition(next(batches), partition) if n >= 0 else None
+            self.read_seconds += time.perf_counter() - started
+            yield basis
 
 
 def find(cache: StageCache, pass_keys: PassKeys, pass_index: int) -> Reuse:
@@ -409,16 +426,18 @@ class _BasisKeeper(_Keeper):
         super().__init__(writer, "basis")
         self.basis = self.file("basis.arrow")
         self.rows: list[int] = []
+        self.seconds = 0.0
 
     def begin_chunk(self) -> None:
         self.rows.append(-1)
 
-    def chunk(self, basis: pa.RecordBatch) -> None:
+    def chunk(self, basis: pa.RecordBatch, seconds: float) -> None:
         self.basis.write(local_orders(basis))
         self.rows[-1] = basis.num_rows
+        self.seconds += seconds
 
     def meta(self) -> dict[str, Any]:
-        return {"rows": self.rows}
+        return {"rows": self.rows, "seconds": round(self.seconds, 4)}
 
 
 def open_cache(spec: CacheSpec) -> StageCache:
@@ -428,14 +447,28 @@ def open_cache(spec: CacheSpec) -> StageCache:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def _batches(cache: StageCache, entry: Entry | None, name: str) -> Iterator[pa.RecordBatch]:
+def _computed_seconds(entry: Entry) -> float:
+    """What computing an entry took the run that kept it."""
+    if entry.meta.get("kind") == "basis":
+        seconds = entry.meta.get("seconds", 0.0)
+        return float(seconds) if isinstance(seconds, (int, float)) else 0.0
+    counts = entry.meta.get("counts") or []
+    return round(sum(c.get("seconds", 0.0) for c in counts if isinstance(c, dict)), 4)
+
+
+def _batches(
+    cache: StageCache, entry: Entry | None, name: str, reuse: Reuse | None = None
+) -> Iterator[pa.RecordBatch]:
     """The batches of an entry's file, mapped through a descriptor the cache opened (an
-    entry with no such file had no batch to keep)."""
+    entry with no such file had no batch to keep); its size counted in `reuse`."""
     if entry is None or entry.file(name) is None:
         return iter(())
     fd = cache.open_file(entry, name)
     try:
-        if os.fstat(fd).st_size == 0:
+        size = os.fstat(fd).st_size
+        if reuse is not None:
+            reuse.read_bytes += size
+        if size == 0:
             return iter(())
         mapped = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
     finally:

@@ -279,9 +279,11 @@ class PartitionRun:
             for batch, quarantined in _source_chunks(self.task, self.record):
                 yield batch, quarantined, None
             return
+        hashed = None  # the digest this worker took of the bytes, when it took one
         if self.task.pass_index == 0:  # what the partition holds, hashed before it is read
-            digest = keys.digest or partition_digest(self.part)
-            keys = self.keys = keys.resolved(self.part.key, digest, None)
+            if keys.digest is None:  # (else an earlier build's, of the file as it is now)
+                hashed = partition_digest(self.part)
+            keys = self.keys = keys.resolved(self.part.key, keys.digest or hashed, None)
         else:
             decision = self.task.staging.decision(self.task.pass_index - 1, self.part.key)
             keys = self.keys = keys.resolved(self.part.key, None, decision)
@@ -302,9 +304,14 @@ class PartitionRun:
                 input_watch.check(self.part.input)
             return
         bases = reuse.bases(cache, self.part.index) if reuse.basis is not None else None
-        for batch, quarantined in _source_chunks(self.task, self.record, keys.digest):
+        for batch, quarantined in _source_chunks(self.task, self.record, hashed):
             basis = next(bases, None) if bases is not None else None  # short: computed
             yield batch, quarantined, Chunk(None, [], 0, [], [], None, basis) if bases else None
+        if self.task.pass_index == 0 and self.record.digest != keys.digest and self.keeper:
+            log.warning("partition %s does not hold what its stat promised: nothing kept "
+                        "in the stage cache", self._where())  # fmt: skip
+            self.keeper.abort()
+            self.keeper = None
 
     def _replayed(self, chunk: Chunk) -> None:
         """Count what the reused stages did to this chunk, as a run of them would have."""
@@ -351,9 +358,10 @@ class PartitionRun:
         mark("barrier")
         basis = chunk.basis if chunk is not None else None
         if basis is None:
+            t = time.perf_counter()
             basis = barrier.summary_basis(batch)
             if self.keeper is not None and self.keeper.basis is not None:
-                self.keeper.basis.chunk(basis)
+                self.keeper.basis.chunk(basis, time.perf_counter() - t)
         self.segments.write(batch, barrier.summary_from_basis(basis))
 
     def _finish(self) -> None:

@@ -120,7 +120,7 @@ def test_changing_stage_k_runs_no_stage_before_it(tmp_path: Path, k: int) -> Non
         assert c is not None
         if i < k or (i == k and name == "minhash_dedup"):
             assert c["ran"] == 0 and c["reused"] > 0, (i, c)  # not executed
-            assert c["reused_from"] == [manifest(first)["fingerprint"][:16]]
+            assert c["reused_from"] == [first.name]
         elif i == k:
             assert c["reused"] == 0 and c["ran"] > 0, (i, c)  # executed, for every partition
     assert_same_as_scratch(tmp_path, changed, second)
@@ -151,7 +151,7 @@ def test_a_new_file_that_removes_one_old_document_reruns_only_its_partition(
     )
     cache = caching(second)
     for i in (0, 1):  # before the barrier: only the new file's partition runs
-        assert cache[i] == {"reused": len(parts), "ran": 1, "reused_from": cache[i]["reused_from"]}
+        assert (cache[i]["reused"], cache[i]["ran"]) == (len(parts), 1), (i, cache[i])
     for i in (4, 5):  # after it: the new partition and the one that lost a document
         assert cache[i]["ran"] == 2 and cache[i]["reused"] == len(parts) - 1, (i, cache[i])
     assert_same_as_scratch(tmp_path, grown, second)
