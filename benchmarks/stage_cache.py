@@ -423,13 +423,14 @@ def main() -> None:
     parser.add_argument("--tree", type=Path, default=REPO, help="the curate checkout to run")
     parser.add_argument("--max-load", type=float, default=0.1, help="cores, before each run")
     parser.add_argument("--patience", type=float, default=10.0, help="seconds to wait for it")
+    parser.add_argument("--tree-label", help="what --tree is, when it is not a git checkout")
     parser.add_argument("--no-write", action="store_true", help="print only")
     args = parser.parse_args()
 
     info = corpora.build(args.size)
     files = [info.folder / name for name in info.files]
     prepare(args.tree)
-    commit = git(args.tree, "rev-parse", "--short", "HEAD")
+    commit = args.tree_label or git(args.tree, "rev-parse", "--short", "HEAD")
     print(f"{info.folder}: {info.describe()}", flush=True)
     print(f"tree {args.tree} at {commit}", flush=True)
     setup, runs = references(files, args)
