@@ -1,11 +1,14 @@
 """One run of a recipe, owned by one object from fingerprint to publish.
 
 `RecipeRun.version()` is all `curate.run` does: list the inputs (stat only), build the
-stages, fingerprint them; return the published version when it is intact; else check the
+stages, fingerprint them; return the published version when it is intact; else, when
+the dataset has versions, look it up by the inputs' content (`curate.same_content`: only
+inputs whose stat changed are hashed), so a touched input rebuilds nothing; else check the
 inputs' contents, take the fingerprint's lock, look again (another process may have built
 it meanwhile) and hand the staging folder to a `Build`, which runs the engine and
-publishes. A full disk or a user error met while building is said here, where the store,
-the inputs and the fingerprint are all known.
+publishes, and file the version under its content fingerprint. A full disk or a user error
+met while building is said here, where the store, the inputs and the fingerprint are all
+known.
 """
 
 from __future__ import annotations

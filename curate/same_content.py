@@ -56,10 +56,18 @@ def save(store: Store, cache: DigestCache) -> None:
 def content_fingerprint(
     store: Store, base: dict[str, Any], files: list[InputFile], target: int
 ) -> str | None:
-    """The content fingerprint of the inputs as discovered: digests kept for an unchanged
-    stat identity, the others' partitions planned and hashed now (and kept). None when an
+    """The content fingerprint of the inputs as discovered (`digests_now`), or None when an
     input cannot be planned or hashed, or changes meanwhile: the build that follows checks
     the inputs and says what is wrong, as it would have without this look."""
+    found = digests_now(store, files, target)
+    return None if found is None else fingerprint_of(base, content_identity(files, found))
+
+
+def digests_now(store: Store, files: list[InputFile], target: int) -> list[FileDigests] | None:
+    """Every input's partition digests: kept ones for an unchanged stat identity, the
+    others' partitions planned and hashed now, each file's identity checked before and
+    after, and kept for the next run (a stage cache's keys need them before reading). None
+    when an input cannot be hashed as discovered (what was hashed is kept all the same)."""
     started = time.perf_counter()
     cache = load(store)
     found: list[FileDigests] = []
@@ -82,7 +90,7 @@ def content_fingerprint(
     save(store, cache)
     log.info("content fingerprint: %d of %d inputs hashed (%s) in %.3f s", hashed, len(files),
              format_size(hashed_bytes), time.perf_counter() - started)  # fmt: skip
-    return fingerprint_of(base, content_identity(files, found))
+    return found
 
 
 def remember(

@@ -292,3 +292,35 @@ def test_concurrent_callers_hash_a_touched_input_once(tmp_path: Path) -> None:
     assert "content fingerprint:" not in done.stderr.replace(
         "content fingerprint: 3 of 3 inputs hashed", ""
     )
+
+
+def test_digests_before_reading_come_from_the_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a stage cache's keys take before reading (`same_content.digests_now`): after a
+    build, every partition's digest as the manifest has it, nothing hashed; after a touch,
+    the touched file alone hashed again."""
+    from curate import same_content
+    from curate.io.digest_cache import file_digests
+    from curate.io.inputs import discover_inputs
+    from curate.store import Store
+
+    recipe, files = make(tmp_path, "jsonl", "abc")
+    v1 = curate.run(recipe)
+    store = Store(tmp_path / "out", "t")
+    target = 3000
+    hashed: list[str] = []
+
+    def counted(inp: Any, size: int) -> Any:
+        hashed.append(Path(inp.path).name)
+        return file_digests(inp, size)
+
+    monkeypatch.setattr("curate.same_content.file_digests", counted)
+    found = same_content.digests_now(store, discover_inputs(["data/*.jsonl"], tmp_path), target)
+    assert found is not None and hashed == []
+    assert {k: v for d in found for k, v in d.parts.items()} == {
+        p["key"]: p["digest"] for p in v1.manifest["partitions"]
+    }
+    touch(files[2])
+    again = same_content.digests_now(store, discover_inputs(["data/*.jsonl"], tmp_path), target)
+    assert again == found and hashed == ["c.jsonl"]
