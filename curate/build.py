@@ -44,6 +44,7 @@ from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
 from curate.output.shard_merge import merged_shards
 from curate.output.shards import write_table
+from curate.output.shared_files import share_unchanged
 from curate.output.tails import pack_tails
 from curate.phases import mark
 from curate.plan import Segment, check_columns, make_plan
@@ -362,13 +363,16 @@ class Build:
                 per_split = {n: [s.path.removeprefix(f"{n}/") for s in shards if s.split == n]
                              for n in names}  # fmt: skip
                 write_hf_dict(out, per_split, self.fingerprint)
+            assert self.staging_folder is not None
+            share_unchanged(
+                self.store, self.staging_folder, [*shards, *side["rejected"], *side["quarantine"]]
+            )
             write_atomic(
                 out / "manifest.json",
                 manifest.model_dump_json(indent=2, by_alias=True) + "\n",
                 mode=int(r.output.file_mode, 8),
                 fsync=r.output.fsync,
             )
-            assert self.staging_folder is not None
             path = self.store.publish(
                 self.staging_folder, version, self.fingerprint, fsync=r.output.fsync
             )

@@ -1,0 +1,158 @@
+"""Versions share unchanged files through hard links (curate.output.shared_files).
+
+A rerun after a new input file (the stage cache replays the old partitions) links the old
+partitions' files to the earlier version's instead of keeping a copy; each version stays a
+complete folder that verifies, opens with datasets, pyarrow and polars, and can be removed
+on its own. A damaged earlier file or one of another mode is copied, not linked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+import datasets
+import polars as pl
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from conftest import corpus, flip_byte, sealed, writable, write_jsonl, write_recipe
+
+import curate
+from curate.cli import main
+from curate.output.shards import read_stream
+from curate.store import remove_tree
+
+
+def new_docs() -> list[dict[str, Any]]:
+    return [{"id": f"n{i}", "text": f"Fresh text {i} about " + f"topic{i} " * 8} for i in range(40)]
+
+
+def make_recipe(folder: Path, **output: Any) -> Path:
+    return write_recipe(
+        folder,
+        partition_size="4KB",
+        batch_size="2KB",
+        output={"root": "out", "fsync": False, "shard_size": "2KB", **output},
+    )
+
+
+def first_version(folder: Path) -> Path:
+    docs = corpus(240, dup_every=6)
+    write_jsonl(folder / "data" / "a.jsonl", docs[:120])
+    write_jsonl(folder / "data" / "b.jsonl", docs[120:])
+    version = curate.run(make_recipe(folder))
+    version.release()
+    return version.path
+
+
+def second_version(folder: Path, **output: Any) -> Path:
+    write_jsonl(folder / "data" / "c.jsonl", new_docs())  # sorts after the old files
+    version = curate.run(make_recipe(folder, **output))
+    version.release()
+    return version.path
+
+
+def listed(version: Path) -> dict[str, dict[str, Any]]:
+    m = json.loads((version / "manifest.json").read_text())
+    return {f["path"]: f for kind in ("shards", "rejected", "quarantine") for f in m[kind]}
+
+
+def same_file(a: Path, b: Path) -> bool:
+    if not a.exists():
+        return False
+    sa, sb = a.stat(), b.stat()
+    return (sa.st_dev, sa.st_ino) == (sb.st_dev, sb.st_ino)
+
+
+def verify(path: Path) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["verify", str(path)])
+    return result.exit_code, result.stdout + result.stderr
+
+
+def check_opens(version: Path) -> int:
+    ds = datasets.load_from_disk(str(version))
+    table = curate.open(version).to_arrow()
+    frame = pl.concat([pl.read_ipc_stream(p) for p in sorted((version / "shards").iterdir())])
+    assert ds.num_rows == table.num_rows == frame.height
+    assert sorted(ds["id"]) == sorted(table.column("id").to_pylist()) == sorted(frame["id"])
+    return table.num_rows
+
+
+@pytest.fixture
+def two(tmp_path: Path) -> tuple[Path, Path]:
+    return first_version(tmp_path), second_version(tmp_path)
+
+
+def test_unchanged_partitions_are_linked_and_only_new_data_is_copied(
+    two: tuple[Path, Path],
+) -> None:
+    v1, v2 = two
+    old, new = listed(v1), listed(v2)
+    linked = [p for p in new if same_file(v1 / p, v2 / p)]
+    assert linked, "nothing shared"
+    for path in new:
+        shared = path in old and old[path]["sha256"] == new[path]["sha256"]
+        assert same_file(v1 / path, v2 / path) == shared, path  # identical files, and only those
+        assert (v2 / path).stat().st_nlink == (2 if shared else 1), path
+    own = [p for p in new if p.startswith("shards/") and p not in linked]
+    own_ids = set(pa.concat_tables([read_stream(v2 / p) for p in own])["id"].to_pylist())
+    assert own_ids == {d["id"] for d in new_docs()}  # the version's own shards: the new data
+    shared_ids = {
+        i for p in linked if p.startswith("shards/") for i in read_stream(v2 / p)["id"].to_pylist()
+    }
+    assert not shared_ids & own_ids
+
+
+def test_every_version_verifies_opens_and_is_removed_on_its_own(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    v1, v2 = two
+    for version in (v1, v2):
+        assert verify(version)[0] == 0
+    assert check_opens(v2) == check_opens(v1) + len(new_docs())
+    result = CliRunner().invoke(main, ["gc", str(tmp_path / "out" / "t"), "--keep", "1"])
+    assert result.exit_code == 0 and not v1.exists(), result.output
+    assert verify(v2)[0] == 0 and check_opens(v2)
+    assert all(p.stat().st_nlink == 1 for p in v2.rglob("*.arrow"))
+
+
+def test_the_newer_version_removed_leaves_the_earlier_intact(two: tuple[Path, Path]) -> None:
+    v1, v2 = two
+    remove_tree(v2)  # what gc does to a version folder (Folder.remove_tree)
+    assert verify(v1)[0] == 0 and check_opens(v1)
+
+
+def test_a_flipped_byte_in_the_earlier_file_is_not_spread(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    v1 = first_version(tmp_path)
+    damaged = next(p for p in listed(v1) if p.startswith("shards/"))
+    writable(v1)
+    flip_byte(v1 / damaged)
+    sealed(v1)  # the earlier version's modes again: only the re-hash can tell
+    with caplog.at_level(logging.INFO, logger="curate.output.shared_files"):
+        v2 = second_version(tmp_path)
+    assert not same_file(v1 / damaged, v2 / damaged)
+    assert (v2 / damaged).stat().st_nlink == 1
+    assert any(damaged in r.message and "damaged" in r.message for r in caplog.records)
+    assert any(same_file(v1 / p, v2 / p) for p in listed(v2) if p != damaged)  # others linked
+    assert verify(v2)[0] == 0
+    code, out = verify(v1)
+    assert code != 0 and damaged in out
+
+
+def test_another_file_mode_is_copied_not_linked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    v1 = first_version(tmp_path)
+    with caplog.at_level(logging.INFO, logger="curate.output.shared_files"):
+        v2 = second_version(tmp_path, file_mode="0600")
+    assert not any(same_file(v1 / p, v2 / p) for p in listed(v2))
+    assert all(p.stat().st_nlink == 1 for p in [*v1.rglob("*.arrow"), *v2.rglob("*.arrow")])
+    assert any("mode 0440" in r.message for r in caplog.records)
+    assert all(os.stat(p).st_mode & 0o777 == 0o440 for p in v1.rglob("*.arrow"))  # unchanged
+    assert verify(v1)[0] == 0 and verify(v2)[0] == 0
