@@ -3,12 +3,15 @@
 The digest is xxh3_128 (hex, `xxh3_128:` prefix) of the bytes the partition's range covers
 in its input's own unit (`curate.io.partition_key.UNITS`): the byte range of a plain JSONL
 file (or of a file of a format read whole), the whole file of a compressed stream, the
-column chunks of a Parquet file's row groups, the buffers of an Arrow file's record batches,
-each member's name and bytes for a folder's members. It is hashed right after the partition
-is read, from the page cache the read just filled, and before the input's identity is
-checked again (`curate.input_watch.check`), so it is of the bytes the run read. The
-partition's record and the manifest's `partitions` list carry it: two runs whose partition
-has one key and one digest read the same bytes.
+column chunks of a Parquet file's row groups with the file's schema, the schema and the
+buffers of an Arrow file's record batches (dictionaries' values included), each member's
+name and bytes for a folder's members (a renamed column or a changed dictionary changes
+what the partition holds, though no column chunk or index buffer changes). It is hashed
+right after the partition is read, from the page cache the read just filled, and before
+the input's identity is checked again (`curate.input_watch.check`), so it is of the bytes
+the run read. The partition's record and the manifest's `partitions` list carry it: two
+runs whose partition has one key and one digest read the same bytes, and the stage cache
+keys pass 0's entries by it.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
+import pyarrow as pa
 import xxhash
 
 from curate.io import folders
@@ -31,6 +35,7 @@ def partition_digest(part: Partition) -> str:
     if unit == "stream":
         _update_range(h, inp.path, 0, None)
     elif unit == "row_groups":
+        h.update(_parquet_schema(inp.path))  # names and types: not in the column chunks
         for offset, length in _column_chunks(inp.path, part.start, part.stop):
             _update_range(h, inp.path, offset, offset + length)
     elif unit == "record_batches":
@@ -76,13 +81,27 @@ def _column_chunks(path: str, start: int, stop: int) -> Iterator[tuple[int, int]
             yield offset, col.total_compressed_size
 
 
+def _parquet_schema(path: str) -> bytes:
+    """The file's Arrow schema as Parquet stores it (column names, types, metadata)."""
+    import pyarrow.parquet as pq
+
+    return bytes(pq.ParquetFile(path, memory_map=True).schema_arrow.serialize())
+
+
 def _update_batches(h: xxhash.xxh3_128, path: str, start: int, stop: int) -> None:
     """The buffers of record batches start..stop-1 of an Arrow IPC file or stream, as mapped."""
     from curate.io.columnar import ipc_batches
 
+    schema_done = False
     for batch in ipc_batches(path, start, stop):
+        if not schema_done:  # names and types: not in the buffers
+            h.update(batch.schema.serialize())
+            schema_done = True
         for column in batch.columns:
-            for buffer in column.buffers():
+            buffers = list(column.buffers())
+            if pa.types.is_dictionary(column.type):  # the values the indices point at
+                buffers += column.dictionary.buffers()
+            for buffer in buffers:
                 if buffer is None:
                     h.update(b"\0")
                     continue
