@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,7 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
                     "parents": ", ".join(m.get("parents", [])) or "-",
                     "recipe": m.get("recipe_path") or "-",
                 }
+                row["own_bytes"], row["shared_bytes"] = disk_bytes(dataset / version)
             except (OSError, ValueError, LookupError, TypeError):  # torn or hand-edited
                 why = "(manifest unreadable: run curate verify)"
                 rows.append({"dataset": dataset.name, "version": version, "broken": why})
@@ -64,6 +67,25 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
         if cached is not None:
             rows.append({"dataset": dataset.name, "cache": cached})
     return rows
+
+
+def disk_bytes(folder: Path) -> tuple[int, int]:
+    """(own, shared) bytes of a version folder: files it alone holds, and files hard-linked
+    elsewhere too (`curate.output.shared_files`: unchanged shards shared with other
+    versions), which removing it does not free. Links are not followed."""
+    own = shared = 0
+    for dirpath, _dirs, files in os.walk(folder):
+        for name in files:
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                if st.st_nlink > 1:
+                    shared += st.st_size
+                else:
+                    own += st.st_size
+    return own, shared
 
 
 def render_log(rows: list[dict[str, Any]], root: Path | None = None) -> str:
@@ -85,9 +107,11 @@ def render_log(rows: list[dict[str, Any]], root: Path | None = None) -> str:
             continue
         mark = " (LATEST)" if r["latest"] else ""
         tokens = f"  {r['tokens']:,} tokens" if r["tokens"] is not None else ""
+        size = f"{format_size(r['own_bytes'])} own, {format_size(r['shared_bytes'])} shared"
         lines.append(
             f"{r['dataset']}/{r['version']}{mark}  {r['created']}  {r['fingerprint']}  "
-            f"{r['documents']:,} documents{tokens}  parents: {r['parents']}  recipe: {r['recipe']}"
+            f"{r['documents']:,} documents{tokens}  {size}  parents: {r['parents']}  "
+            f"recipe: {r['recipe']}"
         )
     return "\n".join(lines)
 

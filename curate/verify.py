@@ -4,12 +4,14 @@
 to another machine: a flipped byte, a missing or an extra file, or counts that do not
 reconcile are each reported by name. It first makes the cheap check `prepare()` and
 `open()` make on every call (`curate.integrity`: present, own, of the listed size), then
-hashes every listed file.
+hashes every listed file. A damaged file that versions share through a hard link
+(`curate.output.shared_files`) damages every version holding it: the report names them all.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -19,6 +21,7 @@ from curate.integrity import file_problem
 from curate.manifest import Manifest
 from curate.output.hf_layout import hf_files
 from curate.paths import escape
+from curate.sealed import VERSION_NAME
 
 
 def verify(folder: Path) -> list[str]:
@@ -51,10 +54,10 @@ def verify(folder: Path) -> list[str]:
             problems.append(f"{record.path}: leads outside the version folder ({problem})")
             continue
         problem = file_problem(folder, record.path, record.bytes, folders)  # the cheap check
+        if problem is None and sha256_file(folder / record.path) != record.sha256:
+            problem = "sha256 differs from the manifest (content changed)"
         if problem is not None:
-            problems.append(f"{record.path}: {problem}")
-        elif sha256_file(folder / record.path) != record.sha256:
-            problems.append(f"{record.path}: sha256 differs from the manifest (content changed)")
+            problems.append(f"{record.path}: {problem}{_also_in(folder, record.path)}")
     for file in sorted(p for p in folder.rglob("*") if p.is_file()):
         rel = file.relative_to(folder).as_posix()
         if rel not in listed:
@@ -80,6 +83,33 @@ def verify(folder: Path) -> list[str]:
     if manifest.packing is not None:
         problems += _packing_problems(manifest)
     return problems
+
+
+def _also_in(folder: Path, path: str) -> str:
+    """The other versions of the dataset holding this very file (a hard link: one inode), which
+    its damage damages too; "" when it is no shared file."""
+    try:
+        st = os.lstat(folder / path)
+        siblings = sorted(os.scandir(folder.parent), key=lambda e: e.name)
+    except OSError:
+        return ""
+    if st.st_nlink < 2:
+        return ""
+    holders = []
+    for entry in siblings:
+        if entry.name == folder.name or not VERSION_NAME.match(entry.name):
+            continue
+        if not entry.is_dir(follow_symlinks=False) or escape(Path(entry.path), path) is not None:
+            continue
+        try:
+            other = os.lstat(os.path.join(entry.path, path))
+        except OSError:
+            continue
+        if (other.st_dev, other.st_ino) == (st.st_dev, st.st_ino):
+            holders.append(entry.name)
+    if not holders:
+        return ""
+    return f"; the same file (hard-linked) is in {', '.join(holders)} too, damaged as well"
 
 
 def _packing_problems(manifest: Manifest) -> list[str]:

@@ -39,7 +39,7 @@ def test_log_and_diff(project: Path) -> None:
 
     out = cli("log", str(project / "out"))
     lines = out.strip().splitlines()
-    assert [line.split()[0] for line in lines] == ["t/v1", "t/v2", "t/v3"]
+    assert [line.split()[0] for line in lines] == ["t/v1", "t/v2", "t/v3", "t/.cache/stages"]
     assert "(LATEST)" in lines[2] and v3.fingerprint[:12] in lines[2]
     assert f"{v1.counts['written']:,} documents" in lines[0]
     assert cli("log", str(project / "out" / "t")) == out

@@ -23,7 +23,9 @@ from conftest import corpus, flip_byte, sealed, writable, write_jsonl, write_rec
 
 import curate
 from curate.cli import main
+from curate.history import log_rows
 from curate.output.shards import read_stream
+from curate.sizes import format_size
 from curate.store import remove_tree
 
 
@@ -156,3 +158,49 @@ def test_another_file_mode_is_copied_not_linked(
     assert any("mode 0440" in r.message for r in caplog.records)
     assert all(os.stat(p).st_mode & 0o777 == 0o440 for p in v1.rglob("*.arrow"))  # unchanged
     assert verify(v1)[0] == 0 and verify(v2)[0] == 0
+
+
+def test_verify_names_every_version_holding_a_damaged_shared_file(two: tuple[Path, Path]) -> None:
+    v1, v2 = two
+    path = next(p for p in listed(v2) if same_file(v1 / p, v2 / p))
+    os.chmod(v2 / path, 0o640)  # one inode: v1's file is made writable too
+    flip_byte(v2 / path)
+    for damaged, other in ((v2, "v1"), (v1, "v2")):
+        code, out = verify(damaged)
+        assert code != 0
+        line = next(x for x in out.splitlines() if path in x)
+        assert f"is in {other} too" in line, line
+    own = next(p for p in listed(v2) if not same_file(v1 / p, v2 / p))
+    assert own not in out  # an intact file of its own is not named
+
+
+def tree_bytes(version: Path, *, links: int | None = None) -> int:
+    return sum(
+        p.stat().st_size
+        for p in version.rglob("*")
+        if p.is_file() and (links is None or p.stat().st_nlink == links)
+    )
+
+
+def test_gc_reports_only_the_space_it_frees(two: tuple[Path, Path], tmp_path: Path) -> None:
+    v1, _v2 = two
+    frees = tree_bytes(v1, links=1)
+    assert frees < tree_bytes(v1)  # shared files free nothing
+    result = CliRunner().invoke(main, ["gc", str(tmp_path / "out" / "t"), "--keep", "1"])
+    assert result.exit_code == 0 and not v1.exists(), result.output
+    assert f"freed {format_size(frees)}" in result.output, result.output
+
+
+def test_log_shows_each_version_s_own_and_shared_bytes(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    v1, v2 = two
+    rows = {r["version"]: r for r in log_rows(tmp_path / "out") if "version" in r}
+    for name, version in (("v1", v1), ("v2", v2)):
+        own, shared = rows[name]["own_bytes"], rows[name]["shared_bytes"]
+        assert (own, shared) == (tree_bytes(version, links=1), tree_bytes(version, links=2))
+        assert shared > 0 and own + shared == tree_bytes(version)
+    assert rows["v1"]["shared_bytes"] == rows["v2"]["shared_bytes"]
+    text = CliRunner().invoke(main, ["log", str(tmp_path / "out")]).output
+    size = f"{format_size(rows['v2']['own_bytes'])} own, {format_size(rows['v2']['shared_bytes'])}"
+    assert f"{size} shared" in text, text
