@@ -186,7 +186,7 @@ class PartitionRun:
         self.out_dir = task.staging.pass_dir(task.pass_index)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         self.record = PartitionRecord(self.part.key, task.pass_index, self.part.input.name)
-        self.maps = [ready(s) for s in task.maps]  # same objects, set up once per worker
+        self.maps = list(task.maps)  # set up (once per worker) when first run: not if reused
         self.counts = {pos: StageCounts() for pos in task.positions}
         self.previous = ready(task.previous) if task.previous is not None else None
         self.prev_counts = StageCounts()
@@ -342,7 +342,8 @@ class PartitionRun:
             if batch.num_rows == 0:
                 break
             counts, removed = StageCounts(), list[pa.Table]()
-            batch = run_maps(batch, [self.maps[at]], [counts], removed)
+            self.maps[at] = stage = ready(self.maps[at])
+            batch = run_maps(batch, [stage], [counts], removed)
             self.counts[self.task.positions[at]].add(counts)
             self.rejected.extend(removed)
             if self.keeper is not None:

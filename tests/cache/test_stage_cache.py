@@ -218,3 +218,38 @@ def test_editing_a_stage_s_code_reruns_it_and_no_stage_before(tmp_path: Path) ->
     assert normalize is not None and normalize["ran"] == 0
     assert shout is not None and shout["reused"] == 0 and shout["ran"] > 0
     assert exact is not None and exact["reused"] == 0
+
+
+SETUP_STAGE = """
+import os
+from curate.stages.base import MapStage, StageParams, StageResult
+
+
+class Logged(MapStage):
+    name = "logged"
+    Params = StageParams
+
+    def setup(self):
+        with open(os.environ["SETUP_LOG"], "a") as f:
+            f.write("setup\\n")
+
+    def process(self, batch):
+        return StageResult(batch)
+"""
+
+
+def test_a_reused_stage_is_not_even_set_up(tmp_path: Path) -> None:
+    """A stage taken from the cache loads nothing (a Presidio analyzer, a tokenizer): a
+    rerun after changing a later stage pays for that stage only."""
+    make_data(tmp_path)
+    (tmp_path / "setup_stages.py").write_text(SETUP_STAGE)
+    log = tmp_path / "setups.txt"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(REPO)])}
+    env["SETUP_LOG"] = str(log)
+    for min_words in (3, 4):
+        stages = [{"setup_stages:Logged": {}}, {"filter_length": {"min_words": min_words}}]
+        recipe = recipe_dict(stages=stages, engine={"workers": 1})
+        (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+        cmd = [sys.executable, "-m", "curate.cli", "run", "--quiet", "recipe.yaml"]
+        subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True)
+    assert log.read_text().splitlines() == ["setup"]  # the first run's, none in the second
