@@ -8,6 +8,7 @@ writer hashes bytes as they are written, so a shard's sha256 costs no second rea
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from collections.abc import Iterable
@@ -47,10 +48,16 @@ class _NoHash:
 
 
 class _HashingFile:
-    """A writable file that keeps a running sha256 and byte count of what passes through."""
+    """A writable file that keeps a running sha256 and byte count of what passes through.
+
+    Always a new file: one left at the name (a resumed run's) is unlinked first, never
+    truncated, since it may be a hard link a published version shares
+    (`curate.output.shared_files`), and a link is never written through."""
 
     def __init__(self, path: Path, mode: int, *, checksum: bool = True) -> None:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)
         self._file = os.fdopen(fd, "wb", buffering=1 << 20)
         self.sha: Any = hashlib.sha256() if checksum else _NoHash()
         self.size = 0

@@ -11,6 +11,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from conftest import corpus, flip_byte, sealed, writable, write_jsonl, write_rec
 import curate
 from curate.cli import main
 from curate.history import log_rows
-from curate.output.shards import read_stream
+from curate.output.shards import read_stream, write_table
 from curate.sizes import format_size
 from curate.store import remove_tree
 
@@ -204,3 +207,46 @@ def test_log_shows_each_version_s_own_and_shared_bytes(
     text = CliRunner().invoke(main, ["log", str(tmp_path / "out")]).output
     size = f"{format_size(rows['v2']['own_bytes'])} own, {format_size(rows['v2']['shared_bytes'])}"
     assert f"{size} shared" in text, text
+
+
+def test_a_shard_written_again_never_writes_through_a_shared_link(tmp_path: Path) -> None:
+    """A resumed run rewriting a staged file that publishing had linked to an earlier version
+    makes a new file: the earlier version's bytes and inode stay as they are."""
+    table = pa.table({"id": ["a", "b"], "text": ["x", "y"]})
+    earlier = tmp_path / "earlier.arrow"
+    write_table(earlier, table)
+    before = earlier.read_bytes(), earlier.stat().st_mtime_ns
+    staged = tmp_path / "staged.arrow"
+    os.link(earlier, staged)
+    write_table(staged, pa.table({"id": ["c"], "text": ["z"]}))
+    assert (earlier.read_bytes(), earlier.stat().st_mtime_ns) == before
+    assert not same_file(earlier, staged) and earlier.stat().st_nlink == 1
+
+
+@pytest.mark.parametrize("nth", [1, 3])
+def test_a_kill_while_linking_leaves_nothing_visible_and_the_rerun_publishes_the_same(
+    tmp_path: Path, nth: int
+) -> None:
+    v1 = first_version(tmp_path)
+    before = {p: (p.stat().st_mtime_ns, p.stat().st_ino) for p in v1.rglob("*.arrow")}
+    write_jsonl(tmp_path / "data" / "c.jsonl", new_docs())
+    recipe = make_recipe(tmp_path)
+    env = {**os.environ, "CURATE_PHASE_LOG": str(tmp_path / "phases.log")}
+    cmd = [sys.executable, "-m", "curate.cli", "run", str(recipe), "--quiet"]
+    killed = subprocess.run(cmd, env=env | {"CURATE_KILL_AT": f"share:{nth}"},
+                            capture_output=True, start_new_session=True)  # fmt: skip
+    assert killed.returncode == -signal.SIGKILL, killed.stderr.decode()
+    dataset = tmp_path / "out" / "t"
+    assert sorted(p.name for p in dataset.glob("v*")) == ["v1"]
+    assert (dataset / "LATEST").read_text().strip() == "v1"
+    resumed = subprocess.run(cmd, env=env, capture_output=True)
+    assert resumed.returncode == 0, resumed.stderr.decode()
+    v2 = dataset / "v2"
+    assert verify(v1)[0] == 0 and verify(v2)[0] == 0
+    assert {p: (p.stat().st_mtime_ns, p.stat().st_ino) for p in v1.rglob("*.arrow")} == before
+    assert any(same_file(v1 / p, v2 / p) for p in listed(v2))
+    assert not [p for p in v2.rglob(".*")]  # no temporary link published
+    scratch = curate.run(make_recipe(tmp_path, root="scratch"))
+    assert {p: f["sha256"] for p, f in listed(v2).items()} == {
+        p: f["sha256"] for p, f in listed(scratch.path).items()
+    }
