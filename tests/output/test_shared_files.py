@@ -250,3 +250,18 @@ def test_a_kill_while_linking_leaves_nothing_visible_and_the_rerun_publishes_the
     assert {p: f["sha256"] for p, f in listed(v2).items()} == {
         p: f["sha256"] for p, f in listed(scratch.path).items()
     }
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a file to another user needs root")
+def test_a_file_of_another_owner_is_copied_not_linked(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    v1 = first_version(tmp_path)
+    for p in v1.rglob("*.arrow"):
+        os.chown(p, 65534, -1, follow_symlinks=False)  # another user's file: never adopted
+    with caplog.at_level(logging.INFO, logger="curate.output.shared_files"):
+        v2 = second_version(tmp_path)
+    assert not any(same_file(v1 / p, v2 / p) for p in listed(v2))
+    assert any("belongs to 65534:" in r.message for r in caplog.records)
+    assert all(p.stat().st_uid == 65534 for p in v1.rglob("*.arrow"))
+    assert verify(v2)[0] == 0
