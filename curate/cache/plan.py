@@ -38,6 +38,10 @@ class CachePlan:
         after = self.ends.get((pass_index - 1, partition.key))
         return replace(keys, after=after) if after is not None else None
 
+    def run_of(self) -> str:
+        """The fingerprint of the run these keys are for (named in the entries it keeps)."""
+        return self.keys[0].run if self.keys else ""
+
     def remember(self, pass_index: int, records: list[PartitionRecord]) -> None:
         for record in records:
             if record.cache_key is not None:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from curate.cache import decisions
 from curate.collective.frame import Frame, Summaries
 from curate.collective.piece_ops import column_sum
 from curate.engines.job import Job, ProgressFn
@@ -84,6 +85,13 @@ def decide_once(
     progress(f"{barrier.name}: deciding", 0, 1)
     mark("barrier")
     started = time.perf_counter()
+    key = decisions.decision_key(job, k, barrier)
+    kept = decisions.restore(job, k, key) if key is not None else None
+    if kept is not None:  # the same rows in every partition, the same barrier: as decided
+        kept["seconds"] = round(time.perf_counter() - started, 4)
+        marker.write_text(json.dumps(kept))
+        progress(f"{barrier.name}: deciding", 1, 1)
+        return kept
     summaries = make_summaries()
     try:
         repeated = summaries.repeated_id()
@@ -109,6 +117,8 @@ def decide_once(
         }
     finally:
         summaries.close()
+    if key is not None:
+        decisions.keep(job, k, key, info)
     marker.write_text(json.dumps(info))
     progress(f"{barrier.name}: deciding", 1, 1)
     return info

@@ -253,3 +253,24 @@ def test_a_reused_stage_is_not_even_set_up(tmp_path: Path) -> None:
         cmd = [sys.executable, "-m", "curate.cli", "run", "--quiet", "recipe.yaml"]
         subprocess.run(cmd, cwd=tmp_path, env=env, check=True, capture_output=True)
     assert log.read_text().splitlines() == ["setup"]  # the first run's, none in the second
+
+
+def test_a_change_after_the_barriers_reuses_their_decisions(tmp_path: Path) -> None:
+    """Every partition's rows the same and the barrier the same: its decision (banding,
+    pairs, clusters over the whole corpus) is taken from the cache, not made again."""
+    make_data(tmp_path)
+    first = build(tmp_path, recipe_dict())
+    changed = recipe_dict()
+    changed["stages"][5]["tokenize"]["bos"] = True
+    second = build(tmp_path, changed)
+    for i in (2, 3):
+        decision = manifest(second)["stages"][i]["details"]["decision"]
+        assert decision["reused_from"] == manifest(first)["fingerprint"], decision
+        assert "reused_from" not in manifest(first)["stages"][i]["details"]["decision"]
+    assert_same_as_scratch(tmp_path, changed, second)
+    threshold = recipe_dict()
+    threshold["stages"][3]["minhash_dedup"]["threshold"] = 0.6
+    third = build(tmp_path, threshold)  # MinHash decides again; exact dedup's is reused
+    assert "reused_from" in manifest(third)["stages"][2]["details"]["decision"]
+    assert "reused_from" not in manifest(third)["stages"][3]["details"]["decision"]
+    assert_same_as_scratch(tmp_path, threshold, third)
