@@ -44,12 +44,12 @@ from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
 from curate.output.shard_merge import merged_shards
 from curate.output.shards import write_table
-from curate.output.shared_files import share_unchanged
 from curate.output.tails import pack_tails
 from curate.phases import mark
 from curate.plan import Segment, check_columns, make_plan
 from curate.quarantine_limits import check_run
 from curate.recipe import Recipe
+from curate.shared_files import share_unchanged
 from curate.sizes import format_size
 from curate.software import host, versions
 from curate.stages.base import BarrierStage, Stage

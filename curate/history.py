@@ -71,7 +71,7 @@ def log_rows(root: Path) -> list[dict[str, Any]]:
 
 def disk_bytes(folder: Path) -> tuple[int, int]:
     """(own, shared) bytes of a version folder: files it alone holds, and files hard-linked
-    elsewhere too (`curate.output.shared_files`: unchanged shards shared with other
+    elsewhere too (`curate.shared_files`: unchanged shards shared with other
     versions), which removing it does not free. Links are not followed."""
     own = shared = 0
     for dirpath, _dirs, files in os.walk(folder):

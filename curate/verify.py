@@ -5,7 +5,7 @@ to another machine: a flipped byte, a missing or an extra file, or counts that d
 reconcile are each reported by name. It first makes the cheap check `prepare()` and
 `open()` make on every call (`curate.integrity`: present, own, of the listed size), then
 hashes every listed file. A damaged file that versions share through a hard link
-(`curate.output.shared_files`) damages every version holding it: the report names them all.
+(`curate.shared_files`) damages every version holding it: the report names them all.
 """
 
 from __future__ import annotations

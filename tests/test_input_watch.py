@@ -62,7 +62,9 @@ def run(recipe: Path, log: Path) -> str:
     return err
 
 
-def project(tmp_path: Path, identity: str, partition_size: str = "1GB") -> tuple[Path, Path]:
+def project(
+    tmp_path: Path, identity: str, partition_size: str = "1GB", cache: bool = True
+) -> tuple[Path, Path]:
     docs = corpus(N, dup_every=0)
     data = write_jsonl(tmp_path / "data" / "a.jsonl", docs)
     recipe = write_recipe(
@@ -71,6 +73,7 @@ def project(tmp_path: Path, identity: str, partition_size: str = "1GB") -> tuple
         input_identity=identity,
         partition_size=partition_size,
         batch_size="4KB",
+        output={"root": "out", "fsync": False, "cache": cache},
     )
     return recipe, data
 
@@ -176,8 +179,10 @@ def test_an_input_changed_after_reading_before_publishing_fails_the_run(
 def test_partitions_staged_before_a_change_are_read_again(tmp_path: Path) -> None:
     """A run killed after some partitions, the input then rewritten with the same bytes: with
     `input_identity: content` the fingerprint is the same, but nothing staged from the file
-    as it was is reused."""
-    recipe, data = project(tmp_path, "content", partition_size="30KB")
+    as it was is reused. (The stage cache is off: its entries are keyed by a digest the new
+    run takes of the file as it is now, so replaying them trusts nothing staged;
+    tests/cache/test_stage_cache.py covers that.)"""
+    recipe, data = project(tmp_path, "content", partition_size="30KB", cache=False)
     full_log = tmp_path / "full.log"
     run(recipe, full_log)
     full_reads = full_log.read_text().count("reading ")

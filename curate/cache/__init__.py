@@ -9,5 +9,6 @@ options.py `output.cache` in a recipe: on or off, and the size budget
 settings.py a recipe's cache spec for a run, or None when off or it would not fit
 keys.py    entry keys: a chain of hashes of the partition, the recipe's data keys, each stage
 plan.py    the keys every pass of a build starts from (the driver's side)
+decisions.py a barrier's decision, kept by its barrier and every partition's rows
 replay.py  one partition's pass: entries replayed chunk by chunk, new ones kept
 """

@@ -52,7 +52,7 @@ class _HashingFile:
 
     Always a new file: one left at the name (a resumed run's) is unlinked first, never
     truncated, since it may be a hard link a published version shares
-    (`curate.output.shared_files`), and a link is never written through."""
+    (`curate.shared_files`), and a link is never written through."""
 
     def __init__(self, path: Path, mode: int, *, checksum: bool = True) -> None:
         with contextlib.suppress(FileNotFoundError):

@@ -1,4 +1,4 @@
-"""Versions share unchanged files through hard links (curate.output.shared_files).
+"""Versions share unchanged files through hard links (curate.shared_files).
 
 A rerun after a new input file (the stage cache replays the old partitions) links the old
 partitions' files to the earlier version's instead of keeping a copy; each version stays a
@@ -139,7 +139,7 @@ def test_a_flipped_byte_in_the_earlier_file_is_not_spread(
     writable(v1)
     flip_byte(v1 / damaged)
     sealed(v1)  # the earlier version's modes again: only the re-hash can tell
-    with caplog.at_level(logging.INFO, logger="curate.output.shared_files"):
+    with caplog.at_level(logging.INFO, logger="curate.shared_files"):
         v2 = second_version(tmp_path)
     assert not same_file(v1 / damaged, v2 / damaged)
     assert (v2 / damaged).stat().st_nlink == 1
@@ -154,7 +154,7 @@ def test_another_file_mode_is_copied_not_linked(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     v1 = first_version(tmp_path)
-    with caplog.at_level(logging.INFO, logger="curate.output.shared_files"):
+    with caplog.at_level(logging.INFO, logger="curate.shared_files"):
         v2 = second_version(tmp_path, file_mode="0600")
     assert not any(same_file(v1 / p, v2 / p) for p in listed(v2))
     assert all(p.stat().st_nlink == 1 for p in [*v1.rglob("*.arrow"), *v2.rglob("*.arrow")])
@@ -259,7 +259,7 @@ def test_a_file_of_another_owner_is_copied_not_linked(
     v1 = first_version(tmp_path)
     for p in v1.rglob("*.arrow"):
         os.chown(p, 65534, -1, follow_symlinks=False)  # another user's file: never adopted
-    with caplog.at_level(logging.INFO, logger="curate.output.shared_files"):
+    with caplog.at_level(logging.INFO, logger="curate.shared_files"):
         v2 = second_version(tmp_path)
     assert not any(same_file(v1 / p, v2 / p) for p in listed(v2))
     assert any("belongs to 65534:" in r.message for r in caplog.records)
