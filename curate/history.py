@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -74,17 +72,11 @@ def disk_bytes(folder: Path) -> tuple[int, int]:
     elsewhere too (`curate.shared_files`: unchanged shards shared with other
     versions), which removing it does not free. Links are not followed."""
     own = shared = 0
-    for dirpath, _dirs, files in os.walk(folder):
-        for name in files:
-            try:
-                st = os.lstat(os.path.join(dirpath, name))
-            except OSError:
-                continue
-            if stat.S_ISREG(st.st_mode):
-                if st.st_nlink > 1:
-                    shared += st.st_size
-                else:
-                    own += st.st_size
+    for st in owned.regular_files(folder):
+        if st.st_nlink > 1:
+            shared += st.st_size
+        else:
+            own += st.st_size
     return own, shared
 
 

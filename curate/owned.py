@@ -174,12 +174,9 @@ def is_held(folder: Folder, inner: str | None, lock: str) -> bool:
     return False
 
 
-def freed_bytes(folder: Path) -> int:
-    """Bytes deleting the folder frees: files whose every hard link is inside it (versions
-    may share bytes through hard links), links not followed."""
-    sizes: dict[tuple[int, int], int] = {}
-    seen: dict[tuple[int, int], int] = {}
-    links: dict[tuple[int, int], int] = {}
+def regular_files(folder: Path) -> Iterator[os.stat_result]:
+    """The lstat of every regular file under `folder` (links not followed, files that vanish
+    meanwhile skipped): what space accounting walks."""
     for dirpath, _dirs, files in os.walk(folder):
         for name in files:
             try:
@@ -187,7 +184,17 @@ def freed_bytes(folder: Path) -> int:
             except OSError:
                 continue
             if stat.S_ISREG(st.st_mode):
-                key = (st.st_dev, st.st_ino)
-                sizes[key], links[key] = st.st_size, st.st_nlink
-                seen[key] = seen.get(key, 0) + 1
+                yield st
+
+
+def freed_bytes(folder: Path) -> int:
+    """Bytes deleting the folder frees: files whose every hard link is inside it (versions
+    may share bytes through hard links), links not followed."""
+    sizes: dict[tuple[int, int], int] = {}
+    seen: dict[tuple[int, int], int] = {}
+    links: dict[tuple[int, int], int] = {}
+    for st in regular_files(folder):
+        key = (st.st_dev, st.st_ino)
+        sizes[key], links[key] = st.st_size, st.st_nlink
+        seen[key] = seen.get(key, 0) + 1
     return sum(size for key, size in sizes.items() if seen[key] >= links[key])
