@@ -30,7 +30,16 @@ from curate.cache.settings import cache_root
 from curate.cache.store import CacheSpec, StageCache
 from curate.dirfd import Folder
 from curate.errors import CurateError
-from curate.owned import LINK, Entry, dataset_folders, freed_bytes, is_held, leftovers, versions
+from curate.owned import (
+    LINK,
+    Entry,
+    Freed,
+    dataset_folders,
+    freed_bytes,
+    is_held,
+    leftovers,
+    versions,
+)
 from curate.phases import mark
 from curate.sizes import format_size
 from curate.store import Store
@@ -124,17 +133,18 @@ def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
                 for e in entries
                 if e.why is not None
             ]
+            tally = Freed()  # a dry run: files shared by versions removed together count once
             for entry in ours:
                 if entry.name not in protected:
-                    actions.append(_remove_version(store, entry, dry_run))
+                    actions.append(_remove_version(store, entry, dry_run, tally))
             for left in leftovers(dataset, held):
-                actions.append(_remove_leftover(store, left.name, left.live, dry_run))
+                actions.append(_remove_leftover(store, left.name, left.live, dry_run, tally))
     finally:
         store.close()
     return actions
 
 
-def _remove_version(store: Store, entry: Entry, dry_run: bool) -> Action:
+def _remove_version(store: Store, entry: Entry, dry_run: bool, tally: Freed) -> Action:
     label = f"{store.name}/{entry.name}"
     folder = store.path / entry.name
     lock = f"{entry.name}.lock"
@@ -143,7 +153,7 @@ def _remove_version(store: Store, entry: Entry, dry_run: bool) -> Action:
         if dry_run:
             if is_held(dataset, ".locks", lock):
                 return Action(label, "kept, a reader holds it")
-            return Action(label, "would remove", freed_bytes(folder))
+            return Action(label, "would remove", tally.add(folder))
         with store.locks() as locks, store.try_exclusive(locks, lock) as free:
             if not free:
                 return Action(label, "kept, a reader holds it")
@@ -177,13 +187,13 @@ def _unlist(store: Store, entry: Entry) -> None:
         index.fsync()
 
 
-def _remove_leftover(store: Store, name: str, live: bool, dry_run: bool) -> Action:
+def _remove_leftover(store: Store, name: str, live: bool, dry_run: bool, tally: Freed) -> Action:
     label = f"{store.name}/{name}"
     folder = store.path / name
     if live:
         return Action(label, "kept, a live run holds it")
     if dry_run:
-        return Action(label, "would remove", freed_bytes(folder))
+        return Action(label, "would remove", tally.add(folder))
     freed = freed_bytes(folder)
     dataset = store.dataset()
     try:

@@ -190,11 +190,27 @@ def regular_files(folder: Path) -> Iterator[os.stat_result]:
 def freed_bytes(folder: Path) -> int:
     """Bytes deleting the folder frees: files whose every hard link is inside it (versions
     may share bytes through hard links), links not followed."""
-    sizes: dict[tuple[int, int], int] = {}
-    seen: dict[tuple[int, int], int] = {}
-    links: dict[tuple[int, int], int] = {}
-    for st in regular_files(folder):
-        key = (st.st_dev, st.st_ino)
-        sizes[key], links[key] = st.st_size, st.st_nlink
-        seen[key] = seen.get(key, 0) + 1
-    return sum(size for key, size in sizes.items() if seen[key] >= links[key])
+    return Freed().add(folder)
+
+
+class Freed:
+    """Bytes freed by deleting folders one after another, as gc deletes them: a file that
+    versions share through hard links is freed with the last folder holding one of its
+    links. `freed_bytes` of each folder alone never counts it (each still sees the other's
+    link), so `gc --dry-run` would under-count what removing them together frees."""
+
+    def __init__(self) -> None:
+        self._seen: dict[tuple[int, int], int] = {}  # links met so far, in every folder added
+        self._freed: set[tuple[int, int]] = set()
+
+    def add(self, folder: Path) -> int:
+        """The bytes deleting `folder` frees once the folders added before it are gone."""
+        sizes: dict[tuple[int, int], int] = {}
+        links: dict[tuple[int, int], int] = {}
+        for st in regular_files(folder):
+            key = (st.st_dev, st.st_ino)
+            sizes[key], links[key] = st.st_size, st.st_nlink
+            self._seen[key] = self._seen.get(key, 0) + 1
+        freed = [k for k in sizes if k not in self._freed and self._seen[k] >= links[k]]
+        self._freed.update(freed)
+        return sum(sizes[k] for k in freed)

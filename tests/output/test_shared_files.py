@@ -26,6 +26,7 @@ from conftest import corpus, flip_byte, sealed, writable, write_jsonl, write_rec
 
 import curate
 from curate.cli import main
+from curate.gc import collect
 from curate.history import log_rows
 from curate.output.shards import read_stream, write_table
 from curate.sizes import format_size
@@ -45,11 +46,11 @@ def make_recipe(folder: Path, **output: Any) -> Path:
     )
 
 
-def first_version(folder: Path) -> Path:
+def first_version(folder: Path, **output: Any) -> Path:
     docs = corpus(240, dup_every=6)
     write_jsonl(folder / "data" / "a.jsonl", docs[:120])
     write_jsonl(folder / "data" / "b.jsonl", docs[120:])
-    version = curate.run(make_recipe(folder))
+    version = curate.run(make_recipe(folder, **output))
     version.release()
     return version.path
 
@@ -265,3 +266,28 @@ def test_a_file_of_another_owner_is_copied_not_linked(
     assert any("belongs to 65534:" in r.message for r in caplog.records)
     assert all(p.stat().st_uid == 65534 for p in v1.rglob("*.arrow"))
     assert verify(v2)[0] == 0
+
+
+def test_gc_dry_run_counts_what_removing_sharing_versions_together_frees(
+    two: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """v1 and v2 share files and both go (v3, of another file mode, shares nothing): the
+    shared files are freed with the second, which each version's bytes alone never count."""
+    v1, v2 = two
+    write_jsonl(tmp_path / "data" / "d.jsonl", [{"id": "e1", "text": "One more document."}])
+    v3 = curate.run(make_recipe(tmp_path, file_mode="0600"))
+    v3.release()
+    assert not any(same_file(v2 / p, v3.path / p) for p in listed(v3.path))
+    inodes = {(p.stat().st_dev, p.stat().st_ino): p.stat().st_size
+              for v in (v1, v2) for p in v.rglob("*") if p.is_file()}  # fmt: skip
+    shared = sum(1 for p in listed(v2) if same_file(v1 / p, v2 / p))
+    assert shared
+    dataset = str(tmp_path / "out" / "t")
+    dry = collect(Path(dataset), 1, dry_run=True)
+    assert [a.outcome for a in dry] == ["would remove", "would remove"]
+    assert sum(a.bytes for a in dry) == sum(inodes.values())  # every inode of both, once
+    result = CliRunner().invoke(main, ["gc", dataset, "--keep", "1"])
+    assert result.exit_code == 0 and not v1.exists() and not v2.exists(), result.output
+    assert f"freed {format_size(sum(inodes.values()))}" in result.output, result.output
+    dry_text = CliRunner().invoke(main, ["gc", dataset, "--keep", "1", "--dry-run"]).output
+    assert dry_text.strip() == "would free 0 B", dry_text
