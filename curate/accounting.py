@@ -88,8 +88,13 @@ def stage_records(
         if i in result.decisions:
             decision = dict(result.decisions[i])
             details.update(decision.pop("details", {}))
+            if "reused_from" in decision:  # a decision taken from the stage cache
+                decision["reused_from"] = names(decision["reused_from"])
             details["decision"] = decision
             seconds += decision["seconds"]
+            # sorted: a stage that decided has learned keys describe() lists first, one whose
+            # decision came from the stage cache has not; the manifest must not tell them apart
+            details = dict(sorted(details.items()))
         out.append(
             StageRecord(
                 position=i,

@@ -13,6 +13,7 @@ the key, and the decision is made again (from the cached bases).
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 from typing import TYPE_CHECKING, Any
@@ -55,15 +56,17 @@ def restore(job: Job, k: int, key: str) -> dict[str, Any] | None:
                 if job.settings.fsync:
                     f.flush()
                     os.fsync(f.fileno())
-        info: dict[str, Any] = dict(entry.meta["info"])
-        info["reused_from"] = entry.meta.get("run")
+        info: dict[str, Any] = json.loads(entry.meta["info"])
+        info["reused_from"] = entry.meta.get("run")  # a run's fingerprint: the manifest names it
         return info
     finally:
         cache.close()
 
 
 def keep(job: Job, k: int, key: str, info: dict[str, Any]) -> None:
-    """Keep the decision files pass k's decision just wrote, and its report."""
+    """Keep the decision files pass k's decision just wrote, and its report (as JSON text:
+    the entry's meta is written with sorted keys, and the manifest of a run that reuses
+    the decision must list the report's keys in the order a build from scratch does)."""
     assert job.cache is not None
     cache = StageCache(job.cache.spec)
     try:
@@ -78,7 +81,7 @@ def keep(job: Job, k: int, key: str, info: dict[str, Any]) -> None:
                 out.write(path.read_bytes())
             files[part.key] = name
         meta = {"kind": "decision", "format": cache_keys.ENTRY_FORMAT, "run": job.cache.run_of(),
-                "files": files, "info": info}  # fmt: skip
+                "files": files, "info": json.dumps(info)}  # fmt: skip
         writer.commit(meta)
     except OSError as exc:  # the cache is never a reason for a run to fail
         log.warning("stage cache: decision of pass %d not kept: %s", k, exc)
@@ -91,7 +94,7 @@ def _valid(entry: Entry, job: Job) -> bool:
     files, info = meta.get("files"), meta.get("info")
     if meta.get("kind") != "decision" or meta.get("format") != cache_keys.ENTRY_FORMAT:
         return False
-    if not isinstance(files, dict) or not isinstance(info, dict):
+    if not isinstance(files, dict) or not isinstance(info, str):
         return False
     known = {part.key for part in job.partitions}
     return all(k in known and isinstance(n, str) and entry.file(n) for k, n in files.items())
