@@ -1,6 +1,6 @@
 """Phase markers for crash tests: where a run was when it was killed.
 
-When `CURATE_PHASE_LOG` names a file, each phase a run enters (reading, map, shard_write,
+When `CURATE_PHASE_LOG` names a file, each phase a run enters (reading, map, shard_write, decide,
 checkpoint, barrier, publish) is appended to it with the process id. When `CURATE_KILL_AT` is
 `phase:n`, the n-th time any process of the run enters that phase, the whole process
 group is killed with SIGKILL: a power cut at a chosen moment. When `CURATE_PAUSE_AT` is

@@ -101,11 +101,13 @@ def decide_once(
                 "the documents apart; name a unique id_field, or leave it out to derive ids "
                 "from file and line"
             )
+        mark("decide")  # crash tests kill here: every summary read, nothing decided
         decision, stats = barrier.decide_with_stats(summaries)
         for stale in job.staging.decisions(k):
             stale.unlink()
         keys = [part.key for part in job.partitions]
         dropped = write_decision(decision, job.staging.root, k, keys, job.settings.fsync)
+        mark("decide")  # and here: the decision files written, neither cached nor marked done
         info = {
             "summary_rows": summaries.count(),
             "dropped": dropped,

@@ -146,3 +146,30 @@ def test_two_runs_sharing_a_prefix_at_once_share_entries_safely(tmp_path: Path) 
         assert got["counts"] == expected[last]["counts"]
     for last in (9, 10):  # the second pair ran no stage of the shared prefix
         assert [s["cache"]["ran"] for s in by_last[last]["stages"][:3]] == [0, 0, 0]
+
+
+@pytest.mark.parametrize("nth", [1, 2])
+def test_a_kill_while_deciding_on_new_inputs_leaves_nothing_and_the_rerun_publishes_the_same(
+    tmp_path: Path, nth: int
+) -> None:
+    """Inputs gained a file whose documents repeat old ones: exact_dedup decides again from
+    the cached bases and the new partition's. Killed before deciding (1) or with the decision
+    files written but neither cached nor marked done (2), no version appears, and the rerun
+    publishes what a build from scratch of the three files does."""
+    make_data(tmp_path)
+    first = recipe(tmp_path, "first", 7)
+    assert finished(curate_run(first, tmp_path / "v1.log")) == 0
+    dataset = tmp_path / "out" / "t"
+    v1 = published(dataset)
+    write_jsonl(tmp_path / "data" / "c.jsonl", corpus(300, dup_every=3, prefix="c"))
+    log = tmp_path / "killed.log"
+    assert finished(curate_run(first, log, kill_at=f"decide:{nth}")) == -signal.SIGKILL
+    assert phases(log)["decide"] == nth and phases(log)["cache_read"]  # replayed, then decided
+    assert sorted(p.name for p in dataset.glob("v*")) == ["v1"]
+    assert (dataset / "LATEST").read_text().strip() == "v1" and published(dataset) == v1
+    assert not list((dataset / ".cache" / "stages").glob("*/*/meta.json.tmp"))
+    assert finished(curate_run(first, tmp_path / "rerun.log")) == 0
+    scratch = recipe(tmp_path, "scratch", 7, root="scratch")
+    assert finished(curate_run(scratch, tmp_path / "s.log")) == 0
+    assert (dataset / "LATEST").read_text().strip() == "v2"
+    assert published(dataset) == published(tmp_path / "scratch" / "t") != v1
