@@ -18,7 +18,8 @@ separately. MB means 10**6 bytes of JSONL.
 Run ``python -m benchmarks.corpus --size 100 --size 400`` to build (or reuse) them.
 ``--one-file`` writes the same documents into one file instead (``corpus-<size>-one/``):
 how partitions split a single large input is what benchmarks/partition_parallelism.py
-measures.
+measures. ``--file-mb N`` writes the same documents into files of about N MB instead
+(``corpus-<size>-f<N>/``): benchmarks/incremental.py adds a whole file as the new data.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class CorpusInfo:
     seed: int = SEED
     format: int = FORMAT
     one_file: bool = False
+    file_bytes: int = FILE_BYTES
     files: list[str] = field(default_factory=list)
     bytes: int = 0
     docs: int = 0
@@ -121,7 +123,8 @@ class CorpusInfo:
 
     @property
     def folder(self) -> Path:
-        return WORK / f"corpus-{self.size_mb}{'-one' if self.one_file else ''}"
+        other = "" if self.file_bytes == FILE_BYTES else f"-f{self.file_bytes // MB}"
+        return WORK / f"corpus-{self.size_mb}{'-one' if self.one_file else other}"
 
     def describe(self) -> str:
         return (
@@ -160,16 +163,21 @@ def plan_copies(sizes: list[int], extra_bytes: int, rng: random.Random) -> dict[
     return after
 
 
-def build(size_mb: int, dup_rate: float | None = None, one_file: bool = False) -> CorpusInfo:
+def build(
+    size_mb: int, dup_rate: float | None = None, one_file: bool = False, file_mb: int = 0
+) -> CorpusInfo:
     """Build the corpus of size_mb (or reuse the cached one) and describe it; one_file
-    writes every line into one part-00000.jsonl instead of files of about FILE_BYTES."""
+    writes every line into one part-00000.jsonl instead of files of about FILE_BYTES,
+    file_mb (when not 0) into files of about file_mb MB."""
     rate = DUP_RATES.get(size_mb, 0.3) if dup_rate is None else dup_rate
-    info = CorpusInfo(size_mb=size_mb, dup_rate=rate, one_file=one_file)
+    file_bytes = file_mb * MB if file_mb else FILE_BYTES
+    info = CorpusInfo(size_mb=size_mb, dup_rate=rate, one_file=one_file, file_bytes=file_bytes)
     cached = info.folder / "corpus.json"
     if cached.exists():
         old = CorpusInfo(**json.loads(cached.read_text()))
-        key = (size_mb, rate, SEED, FORMAT, one_file)
-        if (old.size_mb, old.dup_rate, old.seed, old.format, old.one_file) == key:
+        key = (size_mb, rate, SEED, FORMAT, one_file, file_bytes)
+        if (old.size_mb, old.dup_rate, old.seed, old.format, old.one_file,
+                old.file_bytes) == key:  # fmt: skip
             return old
     docs = list(source_documents(int(size_mb * MB * (1 - rate))))
     unique_bytes = sum(len(line) for _, _, line in docs)
@@ -215,7 +223,7 @@ class _Splitter:
         self.in_file = 0
 
     def write(self, line: bytes) -> None:
-        full = self.in_file >= FILE_BYTES and not self.info.one_file
+        full = self.in_file >= self.info.file_bytes and not self.info.one_file
         if self.handle is None or full:
             self.close()
             name = f"part-{len(self.info.files):05d}.jsonl"
@@ -238,9 +246,10 @@ def main() -> None:
     parser.add_argument("--size", type=int, action="append", help="corpus size in MB")
     parser.add_argument("--dup-rate", type=float, help="override the size's duplicate rate")
     parser.add_argument("--one-file", action="store_true", help="all lines in one file")
+    parser.add_argument("--file-mb", type=int, default=0, help="files of about this many MB")
     args = parser.parse_args()
     for size in args.size or [100]:
-        info = build(size, args.dup_rate, args.one_file)
+        info = build(size, args.dup_rate, args.one_file, args.file_mb)
         print(f"{info.folder}: {info.describe()}")
 
 
