@@ -34,12 +34,15 @@ and the script exits 1. Medians of the rounds: rerun / new_alone in CPU and wall
 
 Runs are measured by benchmarks/stage_cache.py's `run` (benchmarks/reaper.py's CPU of the
 whole process tree, nice -10, waiting up to --patience s for at most --max-load cores of
-other load, and recording the foreign load). Results: benchmarks/results/incremental-<size>.
+other load, and recording the foreign load). Results: benchmarks/results/incremental-<size>,
+rewritten after every round; --deadline HH:MM (UTC) starts no round that the previous
+round's length would end past, and the results say how many rounds ran.
 """
 
 from __future__ import annotations
 
 import argparse
+import calendar
 import json
 import os
 import platform
@@ -269,6 +272,10 @@ def main() -> None:
     parser.add_argument("--patience", type=float, default=10.0, help="seconds to wait for it")
     parser.add_argument("--tree-label", help="what --tree is, when it is not a git checkout")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument(
+        "--deadline",
+        help="HH:MM UTC today: start no round the previous one's length would end past",
+    )
     args = parser.parse_args()
 
     info = corpora.build(args.size, file_mb=args.file_mb or max(1, args.size // 10))
@@ -285,20 +292,34 @@ def main() -> None:
         ref, refs[case] = measure(rs[f"ref_{case}"], WORK / f"ref_{case}", "ref", case, -1, args,
                                   fresh=True)  # fmt: skip
         steps.append(ref)
-    differences = 0
+    differences, deadline, lines = 0, until(args.deadline), []
     for rnd in range(args.rounds):
+        started = time.time()
         found = one_round(rnd, rs, refs, args)
         steps += found
         differences += sum(s.differences for s in found)
-    lines = verdict(steps, old, new)
-    if differences:
-        lines.append(f"BYTE COMPARISON FAILED: {differences} difference(s), see the log")
-    else:
-        lines.append("every rerun's version identical to its build from scratch")
+        lines = verdict(steps, old, new)
+        lines.append(f"rounds: {rnd + 1} of the {args.rounds} asked")
+        if differences:
+            lines.append(f"BYTE COMPARISON FAILED: {differences} difference(s), see the log")
+        else:
+            lines.append("every rerun's version identical to its build from scratch")
+        if not args.no_write:  # after every round: a run stopped later still leaves these
+            write_results(args, info, commit, steps, lines)
+        if rnd + 1 < args.rounds and time.time() + (time.time() - started) > deadline:
+            print(f"  stopping: another round would end past {args.deadline} UTC", flush=True)
+            break
     print("\n".join(lines), flush=True)
-    if not args.no_write:
-        write_results(args, info, commit, steps, lines)
     sys.exit(1 if differences else 0)
+
+
+def until(hhmm: str | None) -> float:
+    """The epoch seconds of HH:MM UTC today; infinity without one."""
+    if hhmm is None:
+        return float("inf")
+    hours, minutes = (int(x) for x in hhmm.split(":"))
+    now = time.gmtime()
+    return calendar.timegm((now.tm_year, now.tm_mon, now.tm_mday, hours, minutes, 0))
 
 
 def write_results(
