@@ -212,6 +212,34 @@ def gc(root: Path, keep: int | None, cache: bool, all_datasets: bool, dry_run: b
         sys.exit(1)
 
 
+@main.command()
+@click.argument("version", type=click.Path(exists=True, path_type=Path))
+@click.argument("other", required=False, type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The HTML file to write [default: DATASET-VERSION.html here, or "
+    "DATASET-A-vs-B.html for two versions].",
+)
+@_user_errors
+def report(version: Path, other: Path | None, output: Path | None) -> None:
+    """Write an HTML report of VERSION (a version folder, or a dataset folder for its LATEST):
+    the funnel through the stages, what each removed and why, inputs, tokenizer, software,
+    recipe. With OTHER, compare the two (counts side by side, plots overlaid). One
+    self-contained file that reads nothing from the network; needs `curate[report]`."""
+    from curate.report import report as make_report
+    from curate.report.svg import matplotlib_or_fail
+    from curate.version import open as open_version
+
+    matplotlib_or_fail()  # before reading anything: the missing extra is the error to see
+    a = open_version(version)
+    b = open_version(other) if other is not None else None
+    name = f"{a.dataset}-{a.name}" + (f"-vs-{b.name}" if b is not None else "")
+    written = make_report(a, b).save(output or Path(f"{name}.html"))
+    click.echo(f"wrote {written}")
+
+
 @main.command(name="inspect-filter")
 @click.argument("recipe", type=click.Path(exists=True, path_type=Path))
 @click.option("--stage", required=True, help="The filter: its name or 0-based position.")

@@ -35,6 +35,8 @@ if TYPE_CHECKING:
     import datasets
     import polars as pl
 
+    from curate.report import Report
+
 
 def cache_dir() -> Path:
     base = os.environ.get("CURATE_CACHE") or os.path.join(
@@ -260,8 +262,18 @@ class Version:
             f"{c['read']:,} read, fingerprint {self.fingerprint[:12]}, path={str(self.path)!r})"
         )
 
+    def report(self, other: Version | None = None) -> Report:
+        """The full report (`curate report`): displays in a notebook, `.save(path)` writes
+        the HTML file; with `other`, the comparison of this version (A) with it (B)."""
+        from curate.report import report
+
+        return report(self, other)
+
     def _repr_html_(self) -> str:
-        """The notebook view: the same facts as `curate show`, as a table."""
+        """The notebook view: the same facts as `curate show`, as a table, and the funnel
+        of documents through the stages (curate.report.inline)."""
+        from curate.report.inline import funnel
+
         c, m = self.counts, self.manifest
         size = sum(s["bytes"] for s in m["shards"])
         rows = "".join(
@@ -287,7 +299,7 @@ class Version:
             f"{c['removed_total']:,}, quarantined {c['quarantined']:,}; fingerprint "
             f"<code>{self.fingerprint[:12]}</code><table><tr><th>stage</th><th>in</th>"
             "<th>out</th><th>changed</th><th>removed</th><th>s</th></tr>"
-            f"{rows}</table></div>"
+            f"{rows}</table>{funnel(self)}</div>"
         )
 
 
