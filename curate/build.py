@@ -8,6 +8,7 @@ very end.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
 import re
@@ -39,7 +40,7 @@ from curate.io.digest_cache import DigestCache
 from curate.io.inputs import InputFile
 from curate.io.partitions import Partition, plan_partitions
 from curate.io.plan_cache import PlanCache
-from curate.manifest import FileRecord, Manifest, reconcile
+from curate.manifest import FileRecord, Manifest, StatisticsFile, reconcile
 from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
 from curate.output.shard_merge import merged_shards
@@ -55,6 +56,7 @@ from curate.software import host, versions
 from curate.stages.base import BarrierStage, Stage
 from curate.staging.names import Staging, published_side_name, version_path
 from curate.staging.record import PartitionRecord
+from curate.stats import document as stats_document
 from curate.store import Store
 from curate.version import Version
 
@@ -329,6 +331,7 @@ class Build:
         input_watch.check_all(self.files)  # nothing changed since it was read
         check_run(result.records[0], r.on_error_policy)  # (a changed input is the first cause)
         with self.store.publishing() as version:
+            statistics = self._statistics(job, result)
             manifest = Manifest(
                 dataset=r.name,
                 version=version,
@@ -345,6 +348,7 @@ class Build:
                 shards=shards,
                 rejected=side["rejected"],
                 quarantine=side["quarantine"],
+                statistics=statistics,
                 counts=counts,
                 tokens=accounting.total_tokens(shards),
                 splits=accounting.split_records(r.split, shards),
@@ -379,6 +383,26 @@ class Build:
         self.store.discard(self.store.staging_name(self.fingerprint))
         log.info("published %s", path)
         return Version(path).hold()
+
+    def _statistics(self, job: Job, result: JobResult) -> StatisticsFile | None:
+        """Write the version's statistics.json (unless the recipe turned them off)."""
+        r = self.recipe
+        if not r.output.stats:
+            return None
+        kinds = [(s.name, "barrier" if isinstance(s, BarrierStage) else "map") for s in self.stages]
+        document = stats_document.statistics(
+            kinds, result.records, [f.name for f in self.files], result.decisions
+        )
+        text = stats_document.dumps(document)
+        path = job.staging.out / stats_document.NAME
+        write_atomic(path, text, mode=int(r.output.file_mode, 8), fsync=r.output.fsync)
+        data = text.encode()
+        return StatisticsFile(
+            path=stats_document.NAME,
+            bytes=len(data),
+            sha256=hashlib.sha256(data).hexdigest(),
+            format_version=stats_document.FORMAT_VERSION,
+        )
 
 
 def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> FileRecord:

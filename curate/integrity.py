@@ -30,9 +30,9 @@ class DamagedVersion(CurateError):
 
 def listed_files(manifest: Mapping[str, Any]) -> Iterator[tuple[str, Any, int | None]]:
     """(where the manifest lists it, path relative to the version, size in bytes) of every
-    file the manifest lists: the shards, rejected and quarantine files, and the `datasets`
-    layout files (whose size the manifest does not record: None; a size of -1 means the
-    manifest gives none where it must)."""
+    file the manifest lists: the shards, rejected and quarantine files, the statistics and
+    the `datasets` layout files (whose size the manifest does not record: None; a size of
+    -1 means the manifest gives none where it must)."""
     for key in SIDE_OUTPUTS:
         records = manifest.get(key)
         if not isinstance(records, list):
@@ -42,6 +42,11 @@ def listed_files(manifest: Mapping[str, Any]) -> Iterator[tuple[str, Any, int | 
             path = record.get("path") if isinstance(record, dict) else None
             size = record.get("bytes") if isinstance(record, dict) else None
             yield f"{key}[{i}].path", path, size if isinstance(size, int) else -1
+    statistics = manifest.get("statistics")  # absent: built without statistics
+    if statistics is not None:
+        path = statistics.get("path") if isinstance(statistics, dict) else None
+        size = statistics.get("bytes") if isinstance(statistics, dict) else None
+        yield "statistics.path", path, size if isinstance(size, int) else -1
     splits = manifest.get("splits")
     names = splits.get("splits") if isinstance(splits, dict) else None
     for name in sorted(hf_files(list(names) if isinstance(names, dict) else [])):

@@ -107,6 +107,16 @@ class FileRecord(_Model):
     split: str | None = Field(None, description="Versions with splits: the shard's split.")
 
 
+class StatisticsFile(_Model):
+    """The version's statistics (`curate.stats.document`), checked by `curate verify` as a
+    shard is."""
+
+    path: str = Field(description="Relative to the version folder: statistics.json.")
+    bytes: int
+    sha256: str
+    format_version: int = Field(description="The file's own format_version.")
+
+
 class SplitRecord(_Model):
     fraction: float = Field(description="Share of documents asked for (train: the rest).")
     documents: int = Field(description="Documents written to this split.")
@@ -173,6 +183,11 @@ class Manifest(_Model):
     shards: list[FileRecord]
     rejected: list[FileRecord]
     quarantine: list[FileRecord]
+    statistics: StatisticsFile | None = Field(
+        None,
+        description="What each stage did in counts and fixed-bin histograms (absent: the "
+        "recipe said output.stats: false, or an older curate built the version).",
+    )
     counts: Counts
     tokens: int | None = Field(None, description="Token ids in all shards (tokenized data).")
     splits: Splits | None = Field(

@@ -64,6 +64,12 @@ class OutputSpec(_Strict):
     root: str = Field("curated", description="Folder holding <name>/vN; relative to the recipe.")
     shard_size: ByteSize = Field(256 * 10**6, description="Target size of each Arrow shard.")
     rejected: bool = Field(True, description="Write rejected/ with each removed document's id.")
+    stats: bool = Field(
+        True,
+        description="Collect statistics while running (statistics.json in each version: "
+        "per stage, documents, characters, lengths and tokens in fixed bins, and each "
+        "stage's own figures); false leaves them out.",
+    )
     fsync: bool = Field(True, description="fsync shards and manifest before publishing.")
     check_space: bool = Field(True, description="Refuse to start when the disk looks too small.")
     file_mode: str = Field("0640", pattern=r"^0?[0-7]{3}$", description="Mode of files written.")
@@ -366,7 +372,11 @@ class Recipe(_Strict):
         into the `text` column, so that is the column stages read in a run; with `chat:` they
         put conversations into `messages`, and text stages work on message contents."""
         return build_stages(
-            self.stages, text_field=TEXT, chat=self.chat is not None, base_dir=str(self.base_dir)
+            self.stages,
+            text_field=TEXT,
+            chat=self.chat is not None,
+            base_dir=str(self.base_dir),
+            stats=self.output.stats,
         )
 
     def resolved(self) -> dict[str, Any]:

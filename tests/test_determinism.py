@@ -41,6 +41,10 @@ def test_one_and_two_workers_give_identical_shards(tmp_path: Path) -> None:
         assert [f["sha256"] for f in one.manifest[name]] == [
             f["sha256"] for f in two.manifest[name]
         ]
+    assert one.manifest["statistics"] == two.manifest["statistics"]  # statistics.json's sha256
+    assert (one.path / "statistics.json").read_bytes() == (
+        two.path / "statistics.json"
+    ).read_bytes()
     assert json.loads((one.path / "state.json").read_text()) == json.loads(
         (two.path / "state.json").read_text()
     )

@@ -333,6 +333,7 @@ class PartitionRun:
                 counts.removed.update(
                     self.drops.reasons_in(batch, result.batch, self.part.input.name)
                 )
+            counts.observe(self.previous, batch, result)  # its statistics (curate.stats)
             counts.seconds = time.perf_counter() - t
             self.prev_counts.add(counts)
             if self.keeper is not None and self.keeper.input is not None:

@@ -75,7 +75,8 @@ def evaluate(
         dropped = np.logical_or.reduce([f for _, f in out]) if (out and shortcut) else 0
         counted = ~skip & ~np.asarray(dropped, dtype=bool)[doc] if shortcut and out else ~skip
         sentences = _sentences(kept.filter(counted), doc[counted], n)
-        out.append(("min_sentences", sentences < p.min_sentences))
+        fails = docs.check("min_sentences", sentences, "min", p.min_sentences, "count")
+        out.append(("min_sentences", fails))
     return out
 
 

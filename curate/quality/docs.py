@@ -55,6 +55,17 @@ class Pieces:
         return frame.select(pl.struct("d", "v").is_first_distinct()).to_series().to_numpy()
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What a threshold rule measured on each document, and the bound it holds it to: the
+    statistics draw `values` with `threshold` marked (`curate.stats`)."""
+
+    values: np.ndarray  # float64, one per document of the DocBatch (nan: not measured)
+    bound: str  # "min": fails below threshold; "max": fails above it
+    threshold: float
+    kind: str  # "ratio" (0-1), "count" (words, a non-negative integer), "length" (characters)
+
+
 class DocBatch:
     """Texts of one batch; words, lines and paragraphs are computed when first asked for."""
 
@@ -63,6 +74,18 @@ class DocBatch:
             texts = pl.Series(texts)
         self.texts = texts.cast(pl.String).fill_null("")
         self.n = len(self.texts)
+        self.measured: dict[str, Measured] = {}
+        """rule -> what it measured, for the rules that compare a value with a threshold."""
+
+    def check(
+        self, rule: str, values: np.ndarray, bound: str, threshold: float, kind: str = "ratio"
+    ) -> np.ndarray:
+        """Where `values` break the bound (`min`: below threshold; `max`: above it; nan
+        breaks neither), remembering the values for the statistics."""
+        v = np.asarray(values, dtype=np.float64)
+        self.measured[rule] = Measured(v, bound, float(threshold), kind)
+        with np.errstate(invalid="ignore"):
+            return v < threshold if bound == "min" else v > threshold
 
     def subset(self, keep: np.ndarray) -> DocBatch:
         """The documents where `keep` is True, with the words already split carried over."""

@@ -34,20 +34,27 @@ def evaluate(
     if p.min_line_punct_ratio is not None:
         ends = lines.per_doc(lines.values.str.contains(patterns.TERMINAL_AT_END).to_numpy(), n)
         ratio = ends / safe
-        fails = ratio < p.min_line_punct_ratio
-        if p.line_punct_exclude_zero:
-            fails &= ratio != 0
-        out.append(("min_line_punct_ratio", fails & (count > 0)))
+        judged = count > 0  # a document without lines, or (exclude_zero) none ending in
+        if p.line_punct_exclude_zero:  # punctuation, is not held to the ratio
+            judged &= ratio != 0
+        ratio = np.where(judged, ratio, np.nan)
+        fails = docs.check("min_line_punct_ratio", ratio, "min", p.min_line_punct_ratio)
+        out.append(("min_line_punct_ratio", fails))
     if p.max_short_line_ratio is not None:
         short = lines.per_doc(lines.lengths <= p.short_line_length, n)
-        out.append(("max_short_line_ratio", short / safe > p.max_short_line_ratio))
+        fails = docs.check("max_short_line_ratio", short / safe, "max", p.max_short_line_ratio)
+        out.append(("max_short_line_ratio", fails))
     newlines = docs.count("\n")
     if p.max_dup_line_char_ratio is not None:
         dup = ~lines.first_occurrence()
         dchars = lines.per_doc(np.where(dup, lines.lengths, 0), n)
         body = np.maximum(docs.chars - newlines, 1)
-        out.append(("max_dup_line_char_ratio", dchars / body > p.max_dup_line_char_ratio))
+        ratio = dchars / body
+        fails = docs.check("max_dup_line_char_ratio", ratio, "max", p.max_dup_line_char_ratio)
+        out.append(("max_dup_line_char_ratio", fails))
     if p.max_newline_word_ratio is not None:
         words = np.maximum(docs.words.counts, 1)
-        out.append(("max_newline_word_ratio", newlines / words > p.max_newline_word_ratio))
+        ratio = newlines / words
+        fails = docs.check("max_newline_word_ratio", ratio, "max", p.max_newline_word_ratio)
+        out.append(("max_newline_word_ratio", fails))
     return out

@@ -40,36 +40,42 @@ def evaluate(
     def rule(name: str, fails: np.ndarray) -> None:
         out.append((name, np.asarray(fails, dtype=bool)))
 
+    def check(name: str, values: np.ndarray, bound: str, threshold: float, kind: str) -> None:
+        rule(name, docs.check(name, values, bound, threshold, kind))
+
     if p.min_doc_words is not None:
-        rule("min_doc_words", n_real < p.min_doc_words)
+        check("min_doc_words", n_real, "min", p.min_doc_words, "count")
     if p.max_doc_words is not None:
-        rule("max_doc_words", n_real > p.max_doc_words)
+        check("max_doc_words", n_real, "max", p.max_doc_words, "count")
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = real_len / n_real  # nan without words: no comparison holds, as with np.mean([])
         if p.min_avg_word_length is not None:
-            rule("min_avg_word_length", mean < p.min_avg_word_length)
+            check("min_avg_word_length", mean, "min", p.min_avg_word_length, "length")
         if p.max_avg_word_length is not None:
-            rule("max_avg_word_length", mean > p.max_avg_word_length)
+            check("max_avg_word_length", mean, "max", p.max_avg_word_length, "length")
     if p.max_hash_word_ratio is not None:
-        rule("max_hash_word_ratio", docs.count("#") / safe_words > p.max_hash_word_ratio)
+        ratio = docs.count("#") / safe_words
+        check("max_hash_word_ratio", ratio, "max", p.max_hash_word_ratio, "ratio")
     if p.max_ellipsis_word_ratio is not None:
         ellipses = docs.count("...") + docs.count("…")
-        rule("max_ellipsis_word_ratio", ellipses / safe_words > p.max_ellipsis_word_ratio)
+        ratio = ellipses / safe_words
+        check("max_ellipsis_word_ratio", ratio, "max", p.max_ellipsis_word_ratio, "ratio")
     lines = np.maximum(docs.line_count, 1)
     if p.max_bullet_lines_ratio is not None:
         bullets = docs.unified.str.count_matches(rf"(?m)^{_LINE_WS}[•\-]").to_numpy()
-        rule("max_bullet_lines_ratio", bullets / lines > p.max_bullet_lines_ratio)
+        check("max_bullet_lines_ratio", bullets / lines, "max", p.max_bullet_lines_ratio, "ratio")
     if p.max_ellipsis_lines_ratio is not None:
         ends = docs.unified.str.count_matches(rf"(?m)(?:\.\.\.|…){_LINE_WS}$").to_numpy()
-        rule("max_ellipsis_lines_ratio", ends / lines > p.max_ellipsis_lines_ratio)
+        check("max_ellipsis_lines_ratio", ends / lines, "max", p.max_ellipsis_lines_ratio, "ratio")
     if p.min_alpha_words_ratio is not None:
         alpha = words.per_doc(words.values.str.contains(patterns.ALPHA).to_numpy(), n)
-        rule("min_alpha_words_ratio", alpha / safe_words < p.min_alpha_words_ratio)
+        ratio = alpha / safe_words
+        check("min_alpha_words_ratio", ratio, "min", p.min_alpha_words_ratio, "ratio")
     if p.min_stop_words is not None:
         present = np.zeros(n, dtype=np.int64)
         is_stop = words.values.is_in(p.stop_words).to_numpy()
         stop_docs, stop_words = words.doc[is_stop], words.values.filter(is_stop)
         for w in set(p.stop_words):
             present += np.bincount(stop_docs[(stop_words == w).to_numpy()], minlength=n) > 0
-        rule("min_stop_words", present < p.min_stop_words)
+        check("min_stop_words", present, "min", p.min_stop_words, "count")
     return out

@@ -45,9 +45,12 @@ def evaluate(
         paras = Pieces.of(docs.texts.str.strip_chars().str.extract_all(r"[^\n]+(?:\n[^\n]+)*"), n)
         count, dchars = _duplicates(paras, n)
         if p.dup_para_frac is not None:
-            out.append(("dup_para_frac", count / np.maximum(paras.counts, 1) > p.dup_para_frac))
+            frac = count / np.maximum(paras.counts, 1)
+            out.append(("dup_para_frac", docs.check("dup_para_frac", frac, "max", p.dup_para_frac)))
         if p.dup_para_char_frac is not None:
-            out.append(("dup_para_char_frac", dchars / chars > p.dup_para_char_frac))
+            frac = dchars / chars
+            fails = docs.check("dup_para_char_frac", frac, "max", p.dup_para_char_frac)
+            out.append(("dup_para_char_frac", fails))
 
     if p.dup_line_frac is not None or p.dup_line_char_frac is not None:
         lines = Pieces.of(docs.texts.str.extract_all(r"[^\n]+"), n)
@@ -58,9 +61,12 @@ def evaluate(
         total = lines.counts + lead + trail
         count = count + (lead & trail)
         if p.dup_line_frac is not None:
-            out.append(("dup_line_frac", count / np.maximum(total, 1) > p.dup_line_frac))
+            frac = count / np.maximum(total, 1)
+            out.append(("dup_line_frac", docs.check("dup_line_frac", frac, "max", p.dup_line_frac)))
         if p.dup_line_char_frac is not None:
-            out.append(("dup_line_char_frac", dchars / chars > p.dup_line_char_frac))
+            frac = dchars / chars
+            fails = docs.check("dup_line_char_frac", frac, "max", p.dup_line_char_frac)
+            out.append(("dup_line_char_frac", fails))
 
     if not p.top_ngram_char_frac and not p.dup_ngram_char_frac:
         return out
@@ -70,13 +76,15 @@ def evaluate(
     total = len(rolling.hashes)
     for size, frac in sorted(p.top_ngram_char_frac.items()):
         top = top_ngram_chars(NGrams(rolling, size, alive), n)
-        fails = top / chars > frac
-        out.append((f"top_{size}gram_char_frac", fails))
+        name = f"top_{size}gram_char_frac"
+        fails = docs.check(name, np.where(alive, top / chars, np.nan), "max", frac)
+        out.append((name, fails))
         alive = alive & ~fails if shortcut else alive
     for size, frac in sorted(p.dup_ngram_char_frac.items()):
         grams = NGrams(rolling, size, alive)
         dup = duplicated_ngram_chars(grams, n, total, limit=frac * chars)
-        fails = dup / chars > frac
-        out.append((f"dup_{size}gram_char_frac", fails))
+        name = f"dup_{size}gram_char_frac"
+        fails = docs.check(name, np.where(alive, dup / chars, np.nan), "max", frac)
+        out.append((name, fails))
         alive = alive & ~fails if shortcut else alive
     return out

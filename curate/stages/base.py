@@ -26,6 +26,8 @@ from curate.chat.contents import Units, joined, units
 from curate.chat.spec import MESSAGES
 from curate.io.batches import ID, ORDER  # ORDER is also a barrier's name, imported from here
 from curate.stage_params import StageParams
+from curate.stats.container import Stats
+from curate.stats.measure import measure
 
 if TYPE_CHECKING:
     from curate.collective.frame import Frame, Summaries
@@ -55,6 +57,10 @@ class StageContext:
     chat: bool = False
     """The records are conversations (a `messages` column in place of text): text stages
     work on the contents of the messages of their `roles` (see `curate.chat.contents`)."""
+    stats: bool = True
+    """Collect statistics (recipe `output.stats`): the generic figures the engine measures
+    and a stage's own `StageResult.stats`. Part of the stage's cache key, so an entry kept
+    without statistics never serves a run that publishes them."""
 
 
 @dataclass
@@ -66,6 +72,9 @@ class StageResult:
     removed: pa.Table | None = None
     counters: dict[str, int] | None = None
     """Stage-specific tallies (documents per language, per benchmark), summed by the engine."""
+    stats: Stats | None = None
+    """Stage-specific statistics for this batch (`curate.stats`: integer sums, fixed-bin
+    histograms), merged by the engine into the stage's; only when `context.stats`."""
 
 
 @dataclass
@@ -78,6 +87,19 @@ class StageCounts:
     removed: Counter[str] = field(default_factory=Counter)
     seconds: float = 0.0
     counters: Counter[str] = field(default_factory=Counter)
+    stats: Stats = field(default_factory=Stats)
+    """What the stage did in figures (`curate.stats`): kept with the counts wherever they
+    go (partition records, checkpoints, stage cache entries), so a replay publishes them."""
+
+    def observe(self, stage: Stage, before: pa.RecordBatch, result: StageResult) -> None:
+        """Add one call of `stage` (batch `before` in, `result` out) to the statistics: the
+        generic figures (`curate.stats.measure`) and the stage's own."""
+        if not stage.context.stats:
+            return
+        measure(self.stats, before, result.batch, text_field=stage.text_field,
+                chat=stage.context.chat, changed=result.changed)  # fmt: skip
+        if result.stats:
+            self.stats.add(result.stats)
 
     def add(self, other: StageCounts) -> None:
         self.docs_in += other.docs_in
@@ -86,6 +108,7 @@ class StageCounts:
         self.removed.update(other.removed)
         self.seconds += other.seconds
         self.counters.update(other.counters)
+        self.stats.add(other.stats)
 
     def to_dict(self) -> dict[str, Any]:
         out = {
@@ -97,6 +120,8 @@ class StageCounts:
         }
         if self.counters:
             out["counters"] = dict(sorted(self.counters.items()))
+        if self.stats:
+            out["stats"] = self.stats.to_dict()
         return out
 
     @classmethod
@@ -108,6 +133,7 @@ class StageCounts:
             removed=Counter(data["removed"]),
             seconds=data.get("seconds", 0.0),
             counters=Counter(data.get("counters", {})),
+            stats=Stats.from_dict(data.get("stats")),
         )
 
 
@@ -243,16 +269,24 @@ class FilterStage(MapStage[P]):
     def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, list[str | None] | np.ndarray]:
         """A boolean keep mask, and for each row a reason (used only where the mask is False)."""
 
-    def process(self, batch: pa.RecordBatch) -> StageResult:
+    def keep_with_stats(
+        self, batch: pa.RecordBatch
+    ) -> tuple[np.ndarray, list[str | None] | np.ndarray, Stats | None]:
+        """`keep`, and the statistics of judging (each rule's measured values): a filter
+        that has some writes this instead. Default: `keep`, no statistics of its own."""
         mask, reasons = self.keep(batch)
+        return mask, reasons, None
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        mask, reasons, stats = self.keep_with_stats(batch)
         mask = np.asarray(mask, dtype=bool)
         if mask.all():
-            return StageResult(batch)
+            return StageResult(batch, stats=stats)
         dropped = np.flatnonzero(~mask)
         ids = pc.take(batch.column(ID), pa.array(dropped))
         why = [reasons[i] or self.name for i in dropped]
         return StageResult(
-            batch.filter(pa.array(mask)), removed=rejected_table(self.name, ids, why)
+            batch.filter(pa.array(mask)), removed=rejected_table(self.name, ids, why), stats=stats
         )
 
 

@@ -32,14 +32,22 @@ class StageEntry(Protocol):
 
 
 def build_stages(
-    entries: Sequence[StageEntry], *, text_field: str, chat: bool, base_dir: str = "."
+    entries: Sequence[StageEntry],
+    *,
+    text_field: str,
+    chat: bool,
+    base_dir: str = ".",
+    stats: bool = True,
 ) -> list[Stage]:
-    """The stages of a list, each told its position; an error building one names its entry
-    (`stages[i]`) when raised inside a recipe's `located()`."""
+    """The stages of a list, each told its position (and whether to collect statistics);
+    an error building one names its entry (`stages[i]`) when raised inside a recipe's
+    `located()`."""
     stages = []
     for i, entry in enumerate(entries):
         with recipe_part("stages", i, entry.name):
-            context = StageContext(text_field=text_field, position=i, base_dir=base_dir, chat=chat)
+            context = StageContext(
+                text_field=text_field, position=i, base_dir=base_dir, chat=chat, stats=stats
+            )
             stages.append(entry.stage_class(entry.params, context))
     return stages
 
@@ -51,9 +59,9 @@ def run_maps(
     rejected: list[pa.Table],
 ) -> pa.RecordBatch:
     """The batch through each map stage in turn, adding to each stage's counts (in, out,
-    changed, removed by reason, its own counters, seconds) and appending the rows a stage
-    removed to `rejected`. A batch left empty goes no further: the stages after it are not
-    called, so they count nothing for it."""
+    changed, removed by reason, its own counters and statistics, seconds) and appending the
+    rows a stage removed to `rejected`. A batch left empty goes no further: the stages after
+    it are not called, so they count nothing for it."""
     for stage, c in zip(stages, counts, strict=True):
         if batch.num_rows == 0:
             break
@@ -68,6 +76,7 @@ def run_maps(
             rejected.append(result.removed)
         if result.counters:  # a stage's own counts (StageResult.counters), summed
             c.counters.update(result.counters)
+        c.observe(stage, batch, result)  # its statistics (curate.stats)
         c.seconds += time.perf_counter() - t
         batch = result.batch
     return batch

@@ -24,8 +24,9 @@ line for the line and paragraph rules, and it is kept or removed whole.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from importlib.metadata import version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -40,6 +41,10 @@ from curate.quality.params import (
 )
 from curate.reasons import QUALITY_RULE
 from curate.stages.base import FilterStage, StageParams
+from curate.stats import LOG2, UNIT, Stats, linear
+
+if TYPE_CHECKING:
+    from curate.quality.docs import Measured  # polars: imported on the first batch
 
 
 def _false_turns_off(schema: dict[str, Any]) -> None:
@@ -84,6 +89,14 @@ def evaluate_rules(
     stage does); without it every rule judges every document (what `inspect-filter`
     shows: how many each rule would remove on its own).
     """
+    return evaluate_measured(texts, params, shortcut)[0]
+
+
+def evaluate_measured(
+    texts: pa.Array | pa.ChunkedArray, params: QualityFilterParams, shortcut: bool = True
+) -> tuple[list[tuple[str, np.ndarray]], dict[str, Measured]]:
+    """`evaluate_rules`, and what each threshold rule measured on every document (nan
+    where it measured nothing), by "rule_set:rule"."""
     # the rules work on polars: imported on the first batch, never by a no-op prepare()
     from curate.quality.docs import DocBatch
     from curate.quality.rulesets import RULE_SETS
@@ -92,6 +105,7 @@ def evaluate_rules(
     n = docs.n
     alive = np.ones(n, dtype=bool)
     out: list[tuple[str, np.ndarray]] = []
+    measured: dict[str, Measured] = {}
     for name, (_, evaluate) in RULE_SETS.items():
         p = getattr(params, name)
         if p is None:
@@ -104,12 +118,50 @@ def evaluate_rules(
                 full[where] = fails
                 out.append((f"{name}:{rule}", full))
                 alive &= ~full
+            for rule, m in sub.measured.items():
+                values = np.full(n, np.nan)
+                values[where] = m.values
+                measured[f"{name}:{rule}"] = replace(m, values=values)
             continue
+        docs.measured = {}
         for rule, fails in evaluate(docs, p, alive, shortcut):
             out.append((f"{name}:{rule}", fails))
             if shortcut:
                 alive &= ~fails
-    return out
+        measured.update({f"{name}:{rule}": m for rule, m in docs.measured.items()})
+    return out, measured
+
+
+_SCHEMES = {"ratio": UNIT, "count": LOG2, "length": linear(0, 20, 40)}
+"""How each kind of measured value is binned: ratios in twenty bins of 0.05, word and
+sentence counts in powers of two, mean word lengths in half characters up to 20."""
+
+
+def rule_statistics(
+    verdicts: list[tuple[str, np.ndarray]], measured: dict[str, Measured], n: int
+) -> tuple[np.ndarray, np.ndarray, Stats]:
+    """The keep mask and reasons from the verdicts (first failed rule, in order), and per
+    rule the statistics of the documents it judged, which are those every earlier rule
+    kept: `rule/<set:rule>/evaluated` (documents), and for a threshold rule the histogram
+    `rule/<set:rule>` of its measured value with the threshold marked (`min` or `max`)."""
+    keep = np.ones(n, dtype=bool)
+    reasons = np.full(n, None, dtype=object)
+    stats = Stats()
+    for rule, fails in verdicts:
+        stats.count(f"rule/{rule}/evaluated", int(keep.sum()))
+        m = measured.get(rule)
+        if m is not None:
+            values = m.values[keep]
+            values = values[~np.isnan(values)]
+            if m.kind == "count":
+                values = values.astype(np.int64)
+            stats.histogram(
+                f"rule/{rule}", values, _SCHEMES[m.kind], m.kind, **{m.bound: m.threshold}
+            )
+        hit = fails & keep
+        reasons[hit] = QUALITY_RULE(rule=rule)
+        keep &= ~hit
+    return keep, reasons, stats
 
 
 class QualityFilter(FilterStage[QualityFilterParams]):
@@ -128,13 +180,17 @@ class QualityFilter(FilterStage[QualityFilterParams]):
         text = self.document_texts(batch)
         return evaluate_rules(text, self.params, shortcut=False)
 
+    def describe(self) -> dict[str, Any]:
+        """The rules in the order they judge a document (each sees only the documents every
+        earlier one kept: the statistics' `rule/...` figures count those)."""
+        verdicts = evaluate_rules(pa.array([], pa.string()), self.params)
+        return {"rules": [rule for rule, _ in verdicts]}
+
     def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
-        p = self.params
+        return self.keep_with_stats(batch)[:2]
+
+    def keep_with_stats(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, Stats]:
         text = self.document_texts(batch)
-        keep = np.ones(batch.num_rows, dtype=bool)
-        reasons = np.full(batch.num_rows, None, dtype=object)
-        for rule, fails in evaluate_rules(text, p):
-            hit = fails & keep
-            reasons[hit] = QUALITY_RULE(rule=rule)
-            keep &= ~hit
-        return keep, reasons
+        verdicts, measured = evaluate_measured(text, self.params)
+        keep, reasons, stats = rule_statistics(verdicts, measured, batch.num_rows)
+        return keep, reasons, stats if self.context.stats else Stats()
