@@ -48,6 +48,7 @@ from curate.chat.contents import Roles, labelled, roles_field
 from curate.collective.frame import Frame, Summaries
 from curate.collective.piece_ops import at_least
 from curate.io.batches import ID, ORDER
+from curate.minhash import band_table
 from curate.minhash.hashes import hash_shingles
 from curate.minhash.lsh import band_keys, candidate_probability
 from curate.minhash.signatures import signatures
@@ -109,7 +110,11 @@ class MinHashDedupParams(StageParams):
 
 @lru_cache(maxsize=16)
 def optimal_bands(threshold: float, num_perm: int, fn_weight: float) -> tuple[int, int]:
-    """datasketch's own choice of (bands, rows) for these weights."""
+    """datasketch's own choice of (bands, rows) for these weights (from the precomputed
+    table when it holds them: importing datasketch's LSH module pulls in scipy)."""
+    table = band_table.known(threshold, num_perm, fn_weight, version("datasketch"))
+    if table is not None:
+        return table
     from datasketch.lsh import _optimal_param
 
     b, r = _optimal_param(threshold, num_perm, 1.0 - fn_weight, fn_weight)
