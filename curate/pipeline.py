@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from html import escape
 from pathlib import Path
 from typing import Any
 
@@ -67,8 +68,46 @@ class PipelineResult:
     """Stages (`position:name`) whose result was kept from an earlier `process` call."""
 
     def __repr__(self) -> str:
-        parts = ", ".join(f"{name}: {c.docs_in}->{c.docs_out}" for name, c in self.counts.items())
-        return f"PipelineResult({self.table.num_rows} rows; {parts})"
+        """The kept rows and, per stage, documents in and out, changed and removed by reason."""
+        head = f"PipelineResult: {self.table.num_rows:,} rows, {self.rejected.num_rows:,} removed"
+        if self.quarantined.num_rows:
+            head += f", {self.quarantined.num_rows:,} quarantined"
+        rows = [("stage", "in", "out", "changed", "removed")] + [
+            (name, f"{c.docs_in:,}", f"{c.docs_out:,}", f"{c.changed:,}", _removed(c))
+            for name, c in self.counts.items()
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [
+            "  " + "  ".join([r[0].ljust(widths[0]), *(v.rjust(w) for v, w in
+                              zip(r[1:4], widths[1:], strict=True)), r[4]]).rstrip()
+            for r in rows
+        ]  # fmt: skip
+        if self.reused:
+            lines.append(f"  kept from an earlier process(): {', '.join(self.reused)}")
+        return "\n".join([head, *lines])
+
+    def _repr_html_(self) -> str:
+        """The same per-stage counts as a table, for notebooks; every value escaped."""
+        cells = "".join(
+            f"<tr><td>{escape(name)}</td><td>{c.docs_in:,}</td><td>{c.docs_out:,}</td>"
+            f"<td>{c.changed:,}</td><td>{escape(_removed(c))}</td>"
+            f"<td>{c.seconds:.2f}</td></tr>"
+            for name, c in self.counts.items()
+        )
+        reused = f"; kept from an earlier process(): {escape(', '.join(self.reused))}"
+        quarantined = f", {self.quarantined.num_rows:,} quarantined"
+        return (
+            f"<div><b>PipelineResult</b>: {self.table.num_rows:,} rows, "
+            f"{self.rejected.num_rows:,} removed"
+            f"{quarantined if self.quarantined.num_rows else ''}"
+            f"{reused if self.reused else ''}"
+            "<table><thead><tr><th>stage</th><th>in</th><th>out</th><th>changed</th>"
+            f"<th>removed</th><th>seconds</th></tr></thead><tbody>{cells}</tbody></table></div>"
+        )
+
+
+def _removed(counts: StageCounts) -> str:
+    return ", ".join(f"{reason}: {n:,}" for reason, n in sorted(counts.removed.items()))
 
 
 class Pipeline:

@@ -15,8 +15,8 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from curate.engines.job import ProgressFn, no_progress
 from curate.errors import CurateError
+from curate.progress import ProgressFn, auto, no_progress
 from curate.recipe import Recipe
 from curate.recipe_run import RecipeRun, published
 from curate.version import Version
@@ -31,7 +31,7 @@ def _load(recipe: Recipe | str | os.PathLike[str]) -> Recipe:
 def run(
     recipe: Recipe | str | os.PathLike[str],
     *,
-    progress: ProgressFn = no_progress,
+    progress: ProgressFn | None = None,
     workers: int | None = None,
     verify: Literal["sizes", "full"] = "sizes",
 ) -> Version:
@@ -42,12 +42,16 @@ def run(
     per file); `verify="full"` also hashes every byte against the manifest, as `curate
     verify` does (a version this call builds is hashed as it is written). A damaged version
     is left as it is and a new one is built beside it; `Version.rebuilt_because` says why.
+
+    `progress(phase, done, total)` hears how the build goes (`curate.progress`); by default
+    a bar in a Jupyter notebook and nothing elsewhere (the CLI draws on stderr).
     """
     if verify not in ("sizes", "full"):
         raise CurateError(f"verify={verify!r}: use 'sizes' (the default) or 'full'")
     recipe = _load(recipe)
     with recipe.located():  # errors about an input, a stage or the output name their line
-        return RecipeRun(recipe, progress, workers, verify).version()
+        report = auto() if progress is None else progress
+        return RecipeRun(recipe, report, workers, verify).version()
 
 
 prepare = run

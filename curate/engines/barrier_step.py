@@ -29,6 +29,7 @@ from curate.io.batches import ORDER, local_orders, partition_of
 from curate.io.partitions import Partition
 from curate.output.shards import write_table
 from curate.phases import mark
+from curate.progress import Work, report, steps_to
 from curate.stages.base import DECISION_SCHEMA, BarrierStage
 from curate.staging.names import Staging
 from curate.staging.record import PartitionRecord, completed
@@ -72,17 +73,22 @@ def decide_once(
     barrier: BarrierStage,
     make_summaries: Callable[[], Summaries],
     progress: ProgressFn,
+    rows: int | None = None,
 ) -> dict[str, Any]:
     """The barrier's decision for pass k, made once (a resumed run finds the marker).
 
     The decision stays with the engine: its pieces are written to one file per partition
     where they are (Ray's workers, or this process), and only their row counts come back.
+    Progress goes by steps (`DECIDE_STEPS`: the ids checked, the decision, its files), and
+    within the decision by the notes the barrier gives (`curate.progress.step`); `rows` is
+    the number of summaries, when the caller knows it.
     """
     marker = job.staging.decided(k)
     if marker.exists():
         info: dict[str, Any] = json.loads(marker.read_text())
         return info
-    progress(f"{barrier.name}: deciding", 0, 1)
+    steps = _Steps(progress, f"{barrier.name}: deciding")
+    steps.at(0, f"ids of {rows:,} summaries" if rows is not None else "ids")
     mark("barrier")
     started = time.perf_counter()
     key = decisions.decision_key(job, k, barrier)
@@ -90,7 +96,7 @@ def decide_once(
     if kept is not None:  # the same rows in every partition, the same barrier: as decided
         kept["seconds"] = round(time.perf_counter() - started, 4)
         marker.write_text(json.dumps(kept))
-        progress(f"{barrier.name}: deciding", 1, 1)
+        steps.at(DECIDE_STEPS, "from the stage cache")
         return kept
     summaries = make_summaries()
     try:
@@ -102,7 +108,10 @@ def decide_once(
                 "from file and line"
             )
         mark("decide")  # crash tests kill here: every summary read, nothing decided
-        decision, stats = barrier.decide_with_stats(summaries)
+        steps.at(1, "deciding")
+        with steps_to(partial(steps.at, 1)):
+            decision, stats = barrier.decide_with_stats(summaries)
+        steps.at(2, "decision files")
         for stale in job.staging.decisions(k):
             stale.unlink()
         keys = [part.key for part in job.partitions]
@@ -122,8 +131,23 @@ def decide_once(
     if key is not None:
         decisions.keep(job, k, key, info)
     marker.write_text(json.dumps(info))
-    progress(f"{barrier.name}: deciding", 1, 1)
+    steps.at(DECIDE_STEPS, f"{dropped:,} to drop")
     return info
+
+
+DECIDE_STEPS = 3
+"""A decision's steps as progress counts them: the ids checked, the decision, its files."""
+
+
+class _Steps:
+    """A decision's progress: the step it is on and a note (the barrier's own step in
+    `decide`), reported to renderers that take notes, as `done/total` to others."""
+
+    def __init__(self, progress: ProgressFn, phase: str) -> None:
+        self.progress, self.phase = progress, phase
+
+    def at(self, done: int, note: str) -> None:
+        report(self.progress, self.phase, done, DECIDE_STEPS, Work(note=note))
 
 
 def write_decision(decision: Frame, staging: Path, k: int, keys: list[str], fsync: bool) -> int:

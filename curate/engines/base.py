@@ -21,6 +21,7 @@ from curate.collective.frame import Summaries
 from curate.engines.barrier_step import decide_once, split_completed
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.tasks import PassTask
+from curate.engines.work_meter import PassWatch
 from curate.staging.record import PartitionRecord
 
 
@@ -75,13 +76,15 @@ class Engine(ABC):
         try:
             for k, segment in enumerate(job.segments):
                 t = time.perf_counter()
-                result.records.append(self._run_pass(job, k, progress))
+                previous = result.records[k - 1] if k else None
+                result.records.append(self._run_pass(job, k, progress, previous))
                 if job.cache is not None:
                     job.cache.remember(k, result.records[k])
                 result.timings[f"pass_{k}"] = round(time.perf_counter() - t, 4)
                 if segment.barrier is not None:
                     summaries = partial(self.summaries, job, k, result.records[k])
-                    info = decide_once(job, k, segment.barrier, summaries, progress)
+                    rows = sum(_staged_rows(r) for r in result.records[k])
+                    info = decide_once(job, k, segment.barrier, summaries, progress, rows)
                     result.decisions[job.barrier_positions[k]] = info
         except KeyboardInterrupt:
             self.terminate()
@@ -95,14 +98,40 @@ class Engine(ABC):
             self.close()
         return result
 
-    def _run_pass(self, job: Job, k: int, progress: ProgressFn) -> list[PartitionRecord]:
+    def _run_pass(
+        self, job: Job, k: int, progress: ProgressFn, previous: list[PartitionRecord] | None
+    ) -> list[PartitionRecord]:
         phase = f"pass {k + 1}"
         tasks = [job.task(k, part) for part in job.partitions]
         records, todo = split_completed(tasks, phase)
         progress(phase, len(records), len(tasks))
         if todo:
-            self.run_tasks(todo, records, phase, len(tasks), progress)
+            keys = {t.partition.key for t in todo}
+            docs, nbytes = _work_totals(todo, [r for r in previous or [] if r.partition in keys])
+            folder = job.staging.progress_dir(k)
+            with PassWatch(progress, phase, len(tasks), records, folder, docs, nbytes) as watch:
+                self.run_tasks(todo, records, phase, len(tasks), watch.partitions)
         missing = [t.partition.key for t in tasks if t.partition.key not in records]
         if missing:
             raise RuntimeError(f"{phase}: no record for partitions {missing[:5]}")
         return [records[t.partition.key] for t in tasks]
+
+
+def _staged_rows(record: PartitionRecord) -> int:
+    """Rows a partition staged for the next pass (each with its summary for the barrier)."""
+    return sum(int(seg["data"]["rows"]) for seg in record.files.segments)
+
+
+def _work_totals(
+    todo: list[PassTask], previous: list[PartitionRecord]
+) -> tuple[int | None, int | None]:
+    """What the partitions to run hold, for a pass's rate and ETA: after the first pass the
+    documents staged for them; in the first, the input bytes when every one is a byte range
+    of an uncompressed file (the rows in a compressed stream, a row group or a folder are
+    not known before they are read)."""
+    if todo[0].pass_index > 0:
+        return sum(_staged_rows(r) for r in previous), None
+    parts = [t.partition for t in todo]
+    if all(p.unit == "bytes" for p in parts):
+        return None, sum(p.stop - p.start for p in parts)
+    return None, None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,15 +9,11 @@ from curate.cache.plan import CachePlan
 from curate.engines.tasks import PassTask, RunSettings
 from curate.io.partitions import Partition
 from curate.plan import Segment
+from curate.progress import ProgressFn, no_progress
 from curate.staging.names import Staging
 from curate.staging.record import PartitionRecord
 
-ProgressFn = Callable[[str, int, int], None]
-"""progress(phase, done, total): the CLI renders it; library code never prints."""
-
-
-def no_progress(phase: str, done: int, total: int) -> None:
-    return None
+__all__ = ["Job", "JobResult", "ProgressFn", "no_progress"]
 
 
 @dataclass

@@ -28,6 +28,7 @@ from curate import input_watch
 from curate.cache.replay import Chunk, Keeper, PassKeys, Reuse, find
 from curate.cache.store import StageCache
 from curate.engines.segments import SegmentWriter
+from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
 from curate.io.batches import (
     ID,
@@ -233,7 +234,8 @@ class PartitionRun:
         started = time.perf_counter()
         skip = self.consumed
         try:
-            for i, (batch, quarantined, chunk) in enumerate(self._chunks()):
+            at = self.task.staging.progress(self.task.pass_index, self.part.key)
+            for i, (batch, quarantined, chunk) in enumerate(metered(self._chunks(), at)):
                 if i < skip:
                     continue  # done before the interruption; its side outputs are on disk
                 if self.keeper is not None:

@@ -53,6 +53,7 @@ from curate.minhash.hashes import hash_shingles
 from curate.minhash.lsh import band_keys, candidate_probability
 from curate.minhash.signatures import signatures
 from curate.minhash.verify import estimate_scores, exact_scores
+from curate.progress import step
 from curate.stages.base import DECISION_SCHEMA, BarrierStage, StageParams, rejected_table
 
 SIGNATURE = "signature"
@@ -275,9 +276,11 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
             seconds[step] = round(now - clock, 3)
             clock = now
 
+        step(f"banding: {bands} bands of {stats['documents_summarized']:,} documents")
         edges = summaries.star_edges([band_column(i) for i in range(bands)])
         stats["candidate_pairs"] = edges.count()
         lap("candidates")
+        step(f"verify: {stats['candidate_pairs']:,} candidate pairs")
         if stats["candidate_pairs"]:
             if p.verify == "exact":
                 scored = summaries.score_pairs(edges, SHINGLES, exact_scores)
@@ -287,6 +290,7 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
             del scored
         stats["verified_pairs"] = edges.count()
         lap("verify")
+        step(f"clusters: {stats['verified_pairs']:,} similar pairs")
         clusters = summaries.connected_components(edges)
         del edges
         sizes = clusters.group("root", cluster_sizes).fold(size_counts)
@@ -296,6 +300,7 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
         stats["removed"] = removed.count()
         lap("components")
         stats["decide_seconds"] = seconds
+        step(f"similarity of {stats['removed']:,} removed to the kept")
         # each removed document scored against its cluster's kept one, as pairs were verified
         if p.verify == "exact":
             scored = summaries.score_pairs(removed, SHINGLES, exact_scores)

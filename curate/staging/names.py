@@ -17,6 +17,9 @@
     decision.json                  the barrier decided (what it reported); a rerun skips it
     decision-KKKK.arrow            the ids the barrier drops from partition K (read by pass k+1)
     collective/                    the local engine's spill while deciding (Ray's: collective-*)
+  progress-<k>/KKKK                documents and bytes partition K has read in pass k so far,
+                                   rewritten by its worker a few times a second (for the
+                                   driver's progress line; removed when the pass ends)
   out/                             the version being built, renamed into place at publish:
     shards/part-KKKK-IIIII.arrow     its shards (with a split: <split>/shards/...)
     shards/tail-00000.arrow          packed versions: every partition's tail, packed at publish
@@ -69,6 +72,12 @@ class Staging:
         """Partition K's packing tail (`curate.output.tails`), per split."""
         suffix = f"-{split}" if split else ""
         return self.pass_dir(k) / f"tail-{partition}{suffix}.arrow"
+
+    def progress_dir(self, k: int) -> Path:
+        return self.root / f"progress-{k}"
+
+    def progress(self, k: int, partition: str) -> Path:
+        return self.progress_dir(k) / partition
 
     def attempts(self, k: int, partition: str) -> Path:
         return self.pass_dir(k) / f"part-{partition}.attempts"

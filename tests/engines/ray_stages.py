@@ -41,3 +41,20 @@ class Tripwire(MapStage):
         with open(p.log, "a", encoding="utf-8") as f:
             f.write("".join(f"{i}\n" for i in ids))
         return StageResult(batch)
+
+
+class PauseParams(StageParams):
+    seconds: float
+
+
+class Pause(MapStage):
+    """Sleeps on every batch, so that a partition runs long enough to watch its progress."""
+
+    name = "pause"
+    Params = PauseParams
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        import time
+
+        time.sleep(self.params.seconds)  # type: ignore[attr-defined]
+        return StageResult(batch)

@@ -273,3 +273,37 @@ def test_a_users_error_on_ray_is_one_line(ray_cluster: None, tmp_path: Path) -> 
     write_jsonl(tmp_path / "data" / "a.jsonl", docs)
     with pytest.raises(CurateError, match="'d2' is not unique"):
         curate.run(path)
+
+
+def test_progress_within_a_partition_reaches_the_driver_from_ray_workers(
+    ray_cluster: None, tmp_path: Path
+) -> None:
+    """A Ray worker's progress file (on the staging folder every node mounts) is read by the
+    driver while the one partition runs (tests/test_progress.py has the local engine's)."""
+    from curate.progress import Work
+
+    write_jsonl(tmp_path / "data" / "a.jsonl", corpus(400, dup_every=0))
+    recipe = {
+        "name": "watched",
+        "inputs": [str(tmp_path / "data" / "*.jsonl")],
+        "id_field": "id",
+        "batch_size": "2KB",
+        "stages": [{"ray_stages:Pause": {"seconds": 0.04}}],
+        "output": {"root": str(tmp_path / "out"), "fsync": False},
+        "engine": {"kind": "ray", "workers": 2},
+    }
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe))
+    seen: list[tuple[int, Work]] = []
+
+    class Recorded:
+        def __call__(self, phase: str, done: int, total: int) -> None:
+            return None
+
+        def work(self, phase: str, done: int, total: int, work: Work) -> None:
+            seen.append((done, work))
+
+    version = curate.run(path, progress=Recorded())
+    running = sorted({w.docs for done, w in seen if done == 0 and w.docs})
+    assert len(running) >= 2, seen  # default interval, 0.25 s: the partition takes ~3 s
+    assert seen[-1][0] == 1 and seen[-1][1].docs == version.manifest["counts"]["read"] == 400
