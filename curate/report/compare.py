@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from curate.explain import Side, aligned, compare
-from curate.report import plots
-from curate.report.facts import Facts, Step, stage_label, tokenizer
+from curate.report import distributions, plots
+from curate.report.facts import Facts, Step, rules, stage_label, tokenizer
 from curate.report.markup import details, esc, section, table
 from curate.report.page import glance, recipe
 from curate.sizes import format_size
@@ -28,12 +28,23 @@ def render(a: Facts, b: Facts) -> str:
         f"B {esc(b.title)}: {esc(glance(b.manifest))}</p>",
         section("Counts", counts_table(a, b), "counts"),
         section("What differs", "<pre>" + esc("\n".join(changes)) + "</pre>", "changes"),
-        section("Funnel", plots.funnel([a, b]), "funnel"),
+        section("Funnel", plots.funnel([a, b]) + (plots.tokens([a, b]) or ""), "funnel"),
     ]
     removed = plots.removed([a, b])
     if removed:
         parts.append(section("Removed, by stage and reason", removed, "removed"))
         parts.append(section("Removed, side by side", removed_table(a, b), "removed-table"))
+    if a.statistics and b.statistics:
+        stats, labels = [a.statistics, b.statistics], [a.labels, b.labels]
+        order = [rules(a.manifest), rules(b.manifest)]
+        figures = distributions.both(stats, labels, [a.title, b.title], order)
+        parts.append(
+            section("Distributions", distributions.render(figures, stats), "distributions")
+        )
+    elif a.statistics or b.statistics:
+        which = a.title if not a.statistics else b.title
+        note = f"<p>{esc(which)} was made without statistics: nothing to overlay</p>"
+        parts.append(section("Distributions", note, "distributions"))
     parts.append(section("Inputs", inputs_table(a.manifest, b.manifest), "inputs"))
     parts.append(section("Tokenizer and software", software_table(a, b), "software"))
     parts.append(
@@ -56,7 +67,8 @@ def _matched(a: Facts, b: Facts) -> tuple[Facts, Facts]:
             names[stage_label(sb[j])] = stage_label(sa[i])
     funnel = [Step(names.get(s.label, s.label), s.documents) for s in b.funnel]
     removed = [(names.get(st, st), reason, n) for st, reason, n in b.removed]
-    return a, replace(b, funnel=funnel, removed=removed)
+    labels = {pos: names.get(label, label) for pos, label in b.labels.items()}
+    return a, replace(b, funnel=funnel, removed=removed, labels=labels)
 
 
 def _delta(x: int | None, y: int | None) -> str:

@@ -29,6 +29,12 @@ CSS = """
 .curate-report .glance{font-size:15px}
 .curate-report .note{color:#666;font-size:12px}
 .curate-report svg.plot-svg{max-width:100%;height:auto;display:block}
+.curate-report svg.plot-svg text{font-family:'DejaVu Sans',Arial,Helvetica,sans-serif}
+.curate-report .grid{display:grid;grid-template-columns:repeat(auto-fill,minmax(400px,1fr));
+  gap:.6em 1.2em}
+.curate-report figure{margin:0}
+.curate-report figcaption{color:#666;font-size:12px;margin-left:2.5em}
+.curate-report h3{font-size:1em;margin:1em 0 .3em}
 """
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from curate.report import plots
-from curate.report.facts import Facts, tokenizer
+from curate.report import distributions, plots
+from curate.report.facts import Facts, rules, tokenizer
 from curate.report.markup import details, esc, number, pairs, section, table
 from curate.sizes import format_size
 
@@ -27,17 +27,21 @@ def render(facts: Facts) -> str:
         f'<p class="note">fingerprint <code>{esc(facts.fingerprint)}</code>; '
         f"made {esc(m['started'])} to {esc(m['finished'])}</p>",
         f'<p class="glance">{esc(glance(m))}</p>',
-        section("Funnel", plots.funnel([facts]), "funnel"),
+        section("Funnel", plots.funnel([facts]) + (plots.tokens([facts]) or ""), "funnel"),
     ]
     removed = plots.removed([facts])
     if removed:
         parts.append(section("Removed, by stage and reason", removed, "removed"))
     parts.append(section("Stages", stages_table(m), "stages"))
+    if facts.statistics:
+        figures = distributions.one(facts.statistics, facts.labels, rules(m))
+        body = distributions.render(figures, [facts.statistics]) + figures_table(facts)
+        parts.append(section("Distributions", body, "distributions"))
     if facts.quarantine:
         note = '<p class="note">file and line of each record in the version\'s quarantine/</p>'
         rows = table(("reason", "records"), facts.quarantine, frozenset({1}))
         parts.append(section("Quarantined", rows + note, "quarantine"))
-    parts.append(section("Inputs", inputs_table(m), "inputs"))
+    parts.append(section("Inputs", inputs_table(m, facts.statistics), "inputs"))
     if m.get("splits") or m.get("packing"):
         parts.append(section("Splits and packing", layout(m), "layout"))
     found = tokenizer(m)
@@ -74,14 +78,33 @@ def stages_table(m: dict[str, Any]) -> str:
     return table(header, rows, N)
 
 
-def inputs_table(m: dict[str, Any]) -> str:
+def inputs_table(m: dict[str, Any], stats: dict[str, Any] | None) -> str:
+    """Each input: what was read from it and, with statistics, what of it was written."""
+    sources = {s["input"]: s for s in (stats or {}).get("sources", [])}
+    rows = []
+    for i in m["inputs"]:
+        out = sources.get(i["name"], {})
+        rows.append(
+            (i["name"], i["format"], format_size(i["size"]), i["documents"], i["quarantined"],
+             out.get("written"), out.get("characters"), out.get("tokens"), i["content_hash"])
+        )  # fmt: skip
+    header = ("input", "format", "size", "documents", "quarantined", "written", "characters",
+              "tokens", "content")  # fmt: skip
+    return table(header, rows, frozenset({2, 3, 4, 5, 6, 7}), wrap=True)
+
+
+def figures_table(facts: Facts) -> str:
+    """Every sum of the statistics file, per stage (characters in, out, added and removed,
+    tokens, documents each rule judged, values found per entity type...)."""
+    assert facts.statistics is not None
     rows = [
-        (i["name"], i["format"], format_size(i["size"]), i["documents"], i["quarantined"],
-         i["partitions"], i["content_hash"])
-        for i in m["inputs"]
-    ]  # fmt: skip
-    header = ("input", "format", "size", "documents", "quarantined", "partitions", "content")
-    return table(header, rows, frozenset({2, 3, 4, 5}), wrap=True)
+        (facts.labels.get(s["position"], s["position"]), name, value)
+        for s in facts.statistics["stages"]
+        for name, value in s.get("sums", {}).items()
+    ]
+    return details(
+        "every figure of the statistics file", table(("stage", "figure", ""), rows, frozenset({2}))
+    )
 
 
 def layout(m: dict[str, Any]) -> str:

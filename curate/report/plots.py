@@ -34,6 +34,22 @@ def funnel(versions: Sequence[Facts], name: str = "funnel-documents") -> str:
     )
 
 
+def tokens(versions: Sequence[Facts]) -> str | None:
+    """Tokens after each stage from the one that tokenized on (from the statistics; None
+    when no version has them: not tokenized, or made without statistics)."""
+    series = [
+        {
+            v.labels.get(s["position"], str(s["position"])): s["sums"]["tokens_out"]
+            for s in (v.statistics or {}).get("stages", [])
+            if "tokens_out" in s.get("sums", {})
+        }
+        for v in versions
+    ]
+    if not any(series):
+        return None
+    return _bars("funnel-tokens", "tokens after each step", series, [v.title for v in versions])
+
+
 def removed(versions: Sequence[Facts]) -> str | None:
     """Documents each stage removed, per reason (None when no stage removed any)."""
     series = [{f"{stage}: {reason}": n for stage, reason, n in v.removed} for v in versions]

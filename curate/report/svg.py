@@ -30,7 +30,11 @@ _STYLE: dict[str, Any] = {
     "axes.spines.right": False,
     "axes.titlesize": 10,
     "svg.fonttype": "none",  # text stays text: smaller, selectable, found by the page's search
+    "font.sans-serif": ["DejaVu Sans", "Arial", "Helvetica"],  # named in every text's style
 }
+FONT = "'DejaVu Sans', 'Arial', 'Helvetica', sans-serif"
+_COORDINATES = re.compile(r'\b(d|x|y|transform|points)="([^"]*)"')
+_DECIMALS = re.compile(r"(\d\.\d)\d+")
 _KEPT_ID = re.compile(r"(mark|threshold|plot)-")
 _GROUP_ID = re.compile(r'<g id="([^"]*)">')
 
@@ -58,9 +62,22 @@ def draw(name: str, width: float, height: float, paint: Callable[[Figure], None]
         figure = Figure(figsize=(width, height), layout="constrained")
         FigureCanvasSVG(figure)
         paint(figure)
+        figure.patch.set_visible(False)  # backgrounds: the page's is white
+        for axes in figure.axes:
+            axes.patch.set_visible(False)
         figure.savefig(buffer, format="svg", metadata={"Date": None})
     svg = buffer.getvalue()
     svg = svg[svg.index("<svg") :]
     svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, flags=re.DOTALL)
     svg = _GROUP_ID.sub(lambda m: m.group(0) if _KEPT_ID.match(m.group(1)) else "<g>", svg)
+    svg = _COORDINATES.sub(_compact, svg)
+    svg = re.sub(r">\s*\n\s*<", ">\n<", svg)  # indentation between elements
+    svg = re.sub(r' transform="rotate\(-?0 [^)]*\)"', "", svg)  # a turn of nothing
+    svg = svg.replace(f"font-family: {FONT}; ", "")  # the page's stylesheet names it once
     return svg.replace("<svg ", f'<svg class="plot-svg" id="plot-{name}" ', 1).strip()
+
+
+def _compact(match: re.Match[str]) -> str:
+    """Coordinates to a tenth of a point (a 96-dpi screen shows no finer), one line."""
+    value = _DECIMALS.sub(r"\1", " ".join(match.group(2).split()))
+    return f'{match.group(1)}="{value}"'

@@ -13,13 +13,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import report_marks as marks
 from click.testing import CliRunner
 from conftest import REPO
-from planted import built
+from report_planted import built
 
 import curate
 from curate.cli import main
 from curate.report import report
+from curate.report.facts import statistics
 
 SVG_NAMESPACES = {"http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"}
 
@@ -29,20 +31,27 @@ def planted_versions(tmp_path_factory: pytest.TempPathFactory) -> tuple[curate.V
     return built(tmp_path_factory)
 
 
-def marks(page: str, plot: str, series: int) -> list[str]:
-    return re.findall(rf'<g id="(mark-{plot}-{series}-\d+)">', page)
+def count(page: str, kind: str, plot: str, series: int) -> int:
+    return len(re.findall(rf'<g id="{kind}-{plot}-{series}-[^"]+">', page))
 
 
-def removed_reasons(version: curate.Version) -> int:
-    return sum(1 for s in version.manifest["stages"] for n in s["removed"].values() if n)
-
-
-def test_one_mark_per_step_and_reason(planted_versions) -> None:
+def test_one_mark_per_step_reason_and_bin(planted_versions) -> None:
     v1, _ = planted_versions
     page = report(v1).html
-    assert len(marks(page, "funnel-documents", 0)) == 2 + len(v1.manifest["stages"])
-    assert len(marks(page, "removed", 0)) == removed_reasons(v1) > 0
-    assert not marks(page, "funnel-documents", 1)
+    for (plot, series), n in marks.expected(v1, 0).items():
+        assert count(page, "mark", plot, series) == n, plot
+    assert count(page, "mark", "removed", 0) > 0
+    assert count(page, "mark", "funnel-documents", 1) == 0
+    drawn = marks.expected_histograms(page, [v1])
+    for (plot, series), (bins, thresholds) in drawn.items():
+        assert count(page, "mark", plot, series) == bins, plot
+        assert count(page, "threshold", plot, series) == thresholds, plot
+    stats = statistics(v1)
+    if stats is not None:  # every histogram the file holds is drawn (length_in: as read)
+        held = {(s["position"], n) for s in stats["stages"] for n in s.get("histograms", {})}
+        shown = {where for _, series in marks.figures(page) for where in series.values()}
+        generic = {(p, n) for p, n in held if n in ("length_in", "length_out", "tokens_out")}
+        assert held - generic <= shown and shown <= held
     ids = re.findall(r' id="([^"]+)"', page)
     assert len(ids) == len(set(ids)), "every id in the page is unique"
     for section in ("Funnel", "Stages", "Quarantined", "Inputs", "Tokenizer", "Software", "Recipe"):
@@ -96,8 +105,11 @@ def test_compares_two_versions(planted_versions, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     page = out.read_text()
     for version, series in ((v1, 0), (v2, 1)):
-        assert len(marks(page, "funnel-documents", series)) == 2 + len(version.manifest["stages"])
-        assert len(marks(page, "removed", series)) == removed_reasons(version)
+        for (plot, i), n in marks.expected(version, series).items():
+            assert count(page, "mark", plot, i) == n, plot
+    for (plot, series), (bins, thresholds) in marks.expected_histograms(page, [v1, v2]).items():
+        assert count(page, "mark", plot, series) == bins, plot
+        assert count(page, "threshold", plot, series) == thresholds, plot
     w1, w2 = v1.counts["written"], v2.counts["written"]
     assert w2 < w1
     row = f'<tr><td>written</td><td class="n">{w1:,}</td><td class="n">{w2:,}</td><td class="n">{w2 - w1:+,}</td></tr>'

@@ -1,0 +1,92 @@
+"""A distribution from the statistics file drawn as bars, one per bin the file holds, with
+its thresholds as vertical lines; two or more series (read and written, A and B) side by
+side in each bin.
+
+The bins are the file's fixed schemes (`curate.stats.bins`, documented in
+`curate.stats.document`): `linear` bins are drawn where their values lie; `log2` bins
+(bin 0 holds 0, bin k holds [2**(k-1), 2**k)) are drawn one unit wide at position k,
+labelled by their lower edge, so a length distribution reads like a log axis. Each bar
+is `mark-<plot>-<series>-<bin>`, each threshold `threshold-<plot>-<series>-<name>`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from curate.report.svg import COLORS, THRESHOLD, draw
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+WIDTH, HEIGHT = 4.6, 2.3
+SERIES_COLORS = (*COLORS, "#55a868")
+
+
+def _position(scheme: dict[str, Any], index: int) -> tuple[float, float]:
+    """Where bin `index` is drawn: (left edge, width)."""
+    if scheme["kind"] == "linear":
+        width = (scheme["hi"] - scheme["lo"]) / scheme["bins"]
+        return scheme["lo"] + index * width, width
+    return index - 0.5, 1.0
+
+
+def _at(scheme: dict[str, Any], value: float) -> float:
+    """Where a value (a threshold) falls on the drawn axis."""
+    if scheme["kind"] == "linear":
+        return value
+    return math.log2(value) + 0.5 if value >= 1 else value - 0.5
+
+
+def _short(value: float) -> str:
+    for size, suffix in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")):
+        if value >= size:
+            return f"{value / size:g}{suffix}"
+    return f"{value:g}"
+
+
+def histogram(
+    name: str, title: str, series: Sequence[tuple[str, dict[str, Any], int]], unit: str = ""
+) -> str:
+    """`series`: (label, histogram as the statistics file holds it, series number), drawn
+    in that order; the number (a version's place in a comparison) names its marks."""
+    scheme = series[0][1]["scheme"]
+
+    def paint(figure: Figure) -> None:
+        ax = figure.add_subplot()
+        share = 0.9 / len(series)
+        indexes: set[int] = set()
+        for place, (label, h, s) in enumerate(series):
+            color = SERIES_COLORS[s % len(SERIES_COLORS)]
+            for index, count in h["bins"]:
+                left, width = _position(h["scheme"], index)
+                (bar,) = ax.bar(
+                    left + width * (0.05 + place * share), count, width=width * share,
+                    align="edge", color=color, label=label if index == h["bins"][0][0] else None,
+                )  # fmt: skip
+                bar.set_gid(f"mark-{name}-{s}-{index}")
+                indexes.add(index)
+            for mark, value in sorted(h.get("marks", {}).items()):
+                x = _at(h["scheme"], value)
+                line = ax.axvline(x, color=THRESHOLD, lw=1, ls="--")
+                line.set_gid(f"threshold-{name}-{s}-{mark}")
+                ax.annotate(
+                    f"{mark} {value:g}", (x, 1), xycoords=("data", "axes fraction"), xytext=(2, -2),
+                    textcoords="offset points", va="top", fontsize=7, color=THRESHOLD,
+                )  # fmt: skip
+        if scheme["kind"] != "linear" and indexes:
+            ticks = list(range(min(indexes), max(indexes) + 1))
+            step = -(-len(ticks) // 6)  # at most six labels
+            ticks = ticks[::step]
+            ax.set_xticks(
+                [t - 0.5 for t in ticks], [_short(0 if t == 0 else 2 ** (t - 1)) for t in ticks]
+            )
+        ax.set_title(title, loc="left")
+        ax.set_ylabel("documents")
+        if unit:
+            ax.set_xlabel(unit)
+        if len(series) > 1:
+            ax.legend(frameon=False, fontsize=7)
+
+    return draw(name, WIDTH, HEIGHT, paint)
