@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 WIDTH, HEIGHT = 4.6, 2.3
+MARGINS = {"left": 0.14, "right": 0.97, "bottom": 0.2, "top": 0.88}  # fixed: a grid lines up
 SERIES_COLORS = (*COLORS, "#55a868")
 
 
@@ -57,6 +58,7 @@ def histogram(
         ax = figure.add_subplot()
         share = 0.9 / len(series)
         indexes: set[int] = set()
+        thresholds: list[tuple[float, str]] = []
         for place, (label, h, s) in enumerate(series):
             color = SERIES_COLORS[s % len(SERIES_COLORS)]
             for index, count in h["bins"]:
@@ -71,10 +73,7 @@ def histogram(
                 x = _at(h["scheme"], value)
                 line = ax.axvline(x, color=THRESHOLD, lw=1, ls="--")
                 line.set_gid(f"threshold-{name}-{s}-{mark}")
-                ax.annotate(
-                    f"{mark} {value:g}", (x, 1), xycoords=("data", "axes fraction"), xytext=(2, -2),
-                    textcoords="offset points", va="top", fontsize=7, color=THRESHOLD,
-                )  # fmt: skip
+                thresholds.append((x, f"{mark} {value:g}"))
         if scheme["kind"] != "linear" and indexes:
             ticks = list(range(min(indexes), max(indexes) + 1))
             step = -(-len(ticks) // 6)  # at most six labels
@@ -82,6 +81,14 @@ def histogram(
             ax.set_xticks(
                 [t - 0.5 for t in ticks], [_short(0 if t == 0 else 2 ** (t - 1)) for t in ticks]
             )
+        lo, hi = ax.get_xlim()
+        for x, text in thresholds:  # labelled on the side with room
+            right = (x - lo) > 0.6 * (hi - lo)
+            ax.annotate(
+                text, (x, 1), xycoords=("data", "axes fraction"), xytext=(-2 if right else 2, -2),
+                textcoords="offset points", va="top", ha="right" if right else "left",
+                fontsize=7, color=THRESHOLD,
+            )  # fmt: skip
         ax.set_title(title, loc="left")
         ax.set_ylabel("documents")
         if unit:
@@ -89,4 +96,4 @@ def histogram(
         if len(series) > 1:
             ax.legend(frameon=False, fontsize=7)
 
-    return draw(name, WIDTH, HEIGHT, paint)
+    return draw(name, WIDTH, HEIGHT, paint, MARGINS)

@@ -35,7 +35,10 @@ def planted_records() -> list[dict[str, Any]]:
     docs: list[dict[str, Any]] = [
         {**d, "source": "crawl", "url": f"https://example.org/{d['id']}"} for d in corpus(60)
     ]
-    docs[12]["text"] += f" Please write to {EMAIL} or call {PHONE}; the server is {IP} today."
+    docs[12]["text"] = (
+        f"The clinic asks every patient to write to {EMAIL} or to call {PHONE} before a visit; "
+        f"the booking server at {IP} answers questions about the schedule all day and night."
+    )
     docs[11]["url"] = f"https://portal.example.org/users/{URL_EMAIL}?from={IP}"
     docs[10]["source"] = f"export by {SOURCE_EMAIL}"
     docs[16]["id"] = f"user-{ID_EMAIL}"
@@ -65,6 +68,14 @@ def build(folder: Path, min_chars: int) -> curate.Version:
         "stages": [
             {"normalize": {}},
             {"filter_length": {"min_words": 3}},
+            {
+                "quality_filter": {  # rules with thresholds, drawn on their distributions
+                    "gopher_quality": {"min_doc_words": 8, "min_stop_words": 0},
+                    "gopher_repetition": {"top_ngram_char_frac": {}},
+                    "c4": False,
+                    "fineweb": False,
+                }
+            },
             {"exact_dedup": {}},
             {"pii": {}},
             {"filter_length": {"min_chars": min_chars}},
@@ -98,6 +109,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[curate.Version, cur
         assert f"user-{ID_EMAIL}" in table.column("id").to_pylist()
         assert v1.counts["quarantined"] == 1
         removed = v1.manifest["counts"]["removed"]
-        assert removed["1:filter_length"] and removed["2:exact_dedup"]
+        assert (
+            removed["1:filter_length"] and removed["3:exact_dedup"] and removed["2:quality_filter"]
+        )
+        assert v1.manifest["stages"][4]["changed"] >= 1  # the planted text reached pii
         _BUILT["versions"] = (v1, v2)
     return _BUILT["versions"]
