@@ -29,7 +29,7 @@ from curate.manifest import (
 from curate.output.packing import PackSpec
 from curate.output.splits import HASH, SplitSpec
 from curate.output.tails import TailShard
-from curate.stages.base import BarrierStage, Stage, StageCounts
+from curate.stages.base import STATISTICS, BarrierStage, Stage, StageCounts
 from curate.staging.record import PartitionRecord
 
 if TYPE_CHECKING:
@@ -88,6 +88,7 @@ def stage_records(
         if i in result.decisions:
             decision = dict(result.decisions[i])
             details.update(decision.pop("details", {}))
+            details.pop(STATISTICS, None)  # the version's statistics.json holds those
             if "reused_from" in decision:  # a decision taken from the stage cache
                 decision["reused_from"] = names(decision["reused_from"])
             details["decision"] = decision

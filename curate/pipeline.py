@@ -290,8 +290,10 @@ def _run_stage(stage: Stage, state: _State, counts: StageCounts) -> _State:
     elif isinstance(stage, BarrierStage):
         decision = stage.decide(LocalSummaries.from_tables([stage.summarize(batch)]))
         decision = decision.collect(DECISION_SCHEMA).sort_by(ORDER)
-        kept = stage.apply(batch, decision.column(ID)).batch
+        applied = stage.apply(batch, decision.column(ID))
+        kept = applied.batch
         counts.docs_in, counts.docs_out = batch.num_rows, kept.num_rows
+        counts.observe(stage, batch, applied)
         counts.removed.update(decision.column("reason").to_pylist())
         rejected.append(decision.select(REJECTED_SCHEMA.names))
         batch = kept

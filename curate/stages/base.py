@@ -46,6 +46,10 @@ REJECTED_SCHEMA = pa.schema(
 DECISION_SCHEMA = pa.schema([*REJECTED_SCHEMA, pa.field(ORDER, pa.uint64())])
 """A barrier's decision: the rejected rows, and each removed document's `_order`."""
 
+STATISTICS = "statistics"
+"""The key of what `decide_with_stats` learned that is a barrier's statistics
+(`curate.stats.Stats.to_dict()`): it goes to the version's statistics.json, not the manifest."""
+
 
 @dataclass(frozen=True)
 class StageContext:
@@ -323,7 +327,9 @@ class BarrierStage(Stage[P]):
     def decide_with_stats(self, summaries: Summaries) -> tuple[Frame, dict[str, Any]]:
         """The decision and what making it learned (pairs, clusters, seconds): what engines
         call, so those statistics reach the manifest with the decision rather than through
-        the stage's own state. The default wraps `decide` and learns nothing beyond it."""
+        the stage's own state; under the key `STATISTICS`, the figures for the version's
+        statistics.json (only when `context.stats`). The default wraps `decide` and learns
+        nothing beyond it."""
         return self.decide(summaries), {}
 
     def apply(self, batch: pa.RecordBatch, drop_ids: pa.Array) -> StageResult:

@@ -56,6 +56,7 @@ from curate.output.packing import NUM_TOKENS, TOKENS
 from curate.reasons import NOT_PREFIX_STABLE, template_failure
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
 from curate.stages.tokenize import PackParams, id_type
+from curate.stats import LOG2, UNIT, Stats
 from curate.tokenizers.encoders import Encoder, library_versions
 from curate.tokenizers.identity import file_digests
 from curate.tokenizers.source import TokenizerSource, resolve_source
@@ -389,7 +390,9 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
             "truncated": truncated,
             "content_has_special_token_text": int(has_special.sum()),
         }
-        return StageResult(out, removed=removed, counters={k: v for k, v in counters.items() if v})
+        stats = _statistics(column, kept, ids_out, masks_out) if self.context.stats else None
+        counters = {k: v for k, v in counters.items() if v}
+        return StageResult(out, removed=removed, counters=counters, stats=stats)
 
     def _rendered(
         self, column: pa.Array, has_special: np.ndarray
@@ -476,3 +479,26 @@ def _version(lib: str) -> str:
         return metadata.version(lib)
     except metadata.PackageNotFoundError:
         return "not installed"
+
+
+def _statistics(
+    column: pa.Array, kept: list[int], ids: list[Any], masks: list[np.ndarray]
+) -> Stats:
+    """The conversations written: messages per conversation (`turns`), messages per role
+    (`messages/<role>`), tokens that carry the loss (the assistant's: `tokens/loss`) and the
+    rest (template, system, user, tool: `tokens/other`), and per conversation the share of
+    its tokens that carry the loss (`loss_share`)."""
+    stats = Stats()
+    chosen = column.take(pa.array(kept, pa.int64())) if len(kept) else column.slice(0, 0)
+    stats.histogram("turns", pc.list_value_length(chosen).to_numpy(zero_copy_only=False)
+                    .astype(np.int64), LOG2, "messages")  # fmt: skip
+    roles = pc.value_counts(pc.struct_field(pc.list_flatten(chosen), "role"))
+    for item in roles.to_pylist():
+        stats.count(f"messages/{item['values']}", item["counts"])
+    total = np.array([len(i) for i in ids], dtype=np.int64)
+    loss = np.array([int(np.count_nonzero(m)) for m in masks], dtype=np.int64)
+    stats.count("tokens/loss", int(loss.sum()))
+    stats.count("tokens/other", int((total - loss).sum()))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stats.histogram("loss_share", loss / np.maximum(total, 1), UNIT, "share")
+    return stats

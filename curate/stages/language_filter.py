@@ -33,6 +33,7 @@ from curate.langid.models import MODELS, Identifier, software
 from curate.reasons import LANGUAGE as LANGUAGE_REASON
 from curate.reasons import LOW_SCORE
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
+from curate.stats import UNIT, Stats
 
 LANGUAGE = "language"
 SCORE = "language_score"
@@ -94,14 +95,35 @@ class LanguageFilter(MapStage[LanguageFilterParams]):
         for name, values in ((LANGUAGE, pa.array(langs, pa.string())), (SCORE, pa.array(scores))):
             i = out.schema.get_field_index(name)
             out = out.set_column(i, name, values) if i >= 0 else out.append_column(name, values)
-        counters = {f"language:{k}": v for k, v in Counter(langs).items()}
+        counts = Counter(langs)
+        counters = {f"language:{k}": v for k, v in counts.items()}
+        stats = self._statistics(langs, scores, counts) if self.context.stats else None
         if p.languages is None:
-            return StageResult(out, counters=counters)
+            return StageResult(out, counters=counters, stats=stats)
         wanted = np.isin(np.array(langs, dtype=object), p.languages)
         keep = wanted & (scores >= p.min_score)
         if keep.all():
-            return StageResult(out, counters=counters)
+            return StageResult(out, counters=counters, stats=stats)
         dropped = np.flatnonzero(~keep)
         reasons = [(LOW_SCORE if wanted[i] else LANGUAGE_REASON)(code=langs[i]) for i in dropped]
         removed = rejected_table(self.name, pc.take(batch.column(ID), pa.array(dropped)), reasons)
-        return StageResult(out.filter(pa.array(keep)), removed=removed, counters=counters)
+        return StageResult(
+            out.filter(pa.array(keep)), removed=removed, counters=counters, stats=stats
+        )
+
+    def _statistics(self, langs: list[str], scores: np.ndarray, counts: Counter[str]) -> Stats:
+        """Documents per language (`language/<code>`), every document's score
+        (`language_score`) and, for each language kept, its documents' scores
+        (`language_score/<code>`), the minimum score marked."""
+        p = self.params
+        stats = Stats()
+        for code, n in counts.items():
+            stats.count(f"language/{code}", n)
+        floor = p.min_score if p.languages is not None else None
+        stats.histogram(SCORE, scores, UNIT, "score", min=floor)
+        codes = np.array(langs, dtype=object)
+        for code in p.languages or ():
+            mine = scores[codes == code]
+            if len(mine):
+                stats.histogram(f"{SCORE}/{code}", mine, UNIT, "score", min=p.min_score)
+        return stats

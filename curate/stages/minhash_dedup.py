@@ -54,7 +54,15 @@ from curate.minhash.lsh import band_keys, candidate_probability
 from curate.minhash.signatures import signatures
 from curate.minhash.verify import estimate_scores, exact_scores
 from curate.progress import step
-from curate.stages.base import DECISION_SCHEMA, BarrierStage, StageParams, rejected_table
+from curate.stages.base import (
+    DECISION_SCHEMA,
+    STATISTICS,
+    BarrierStage,
+    StageParams,
+    rejected_table,
+)
+from curate.stats import LOG2, Stats, linear
+from curate.stats.bins import piece_bins
 
 SIGNATURE = "signature"
 SHINGLES = "shingles"
@@ -187,7 +195,7 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
             + "; below the threshold when the document joined its cluster through another",
         }
         if self._stats is not None:
-            details.update(self._stats)
+            details.update({k: v for k, v in self._stats.items() if k != STATISTICS})
         return details
 
     # -- summarize (workers) ------------------------------------------------------------
@@ -293,8 +301,16 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
         step(f"clusters: {stats['verified_pairs']:,} similar pairs")
         clusters = summaries.connected_components(edges)
         del edges
-        sizes = clusters.group("root", cluster_sizes).fold(size_counts)
-        stats.update(merge_size_counts(sizes))
+        grouped = clusters.group("root", cluster_sizes)
+        stats.update(merge_size_counts(grouped.fold(size_counts)))
+        figures = Stats()  # the statistics (curate.stats), when the recipe collects them
+        if self.context.stats:
+            figures.count("candidate_pairs", stats["candidate_pairs"])
+            figures.count("verified_pairs", stats["verified_pairs"])
+            figures.count("clusters", stats["clusters"])
+            sizes = grouped.fold(piece_bins, "size", LOG2)
+            figures.histogram_of_counts("cluster_size", sizes, LOG2, "documents")
+        del grouped
         removed = clusters.map(later_members)
         del clusters
         stats["removed"] = removed.count()
@@ -311,6 +327,12 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
         del scored
         both = summaries.join(kept, "b", [ID], ["_id"], row_bytes=24 + 2 * 40)
         decision = both.map(decision_rows, self.name)
+        if self.context.stats:  # each removed document's similarity with its kept one
+            similar = decision.fold(piece_bins, "similarity", SIMILARITY)
+            figures.histogram_of_counts(
+                "similarity", similar, SIMILARITY, "jaccard", threshold=p.threshold
+            )
+            stats[STATISTICS] = figures.to_dict()
         lap("similarity_and_ids")
         return decision, stats
 
@@ -350,6 +372,9 @@ def _with_order(table: pa.Table, orders: np.ndarray) -> pa.Table:
 
 
 SIZE_BINS = [2, 3, 5, 9, 17, 33, 65, 129, 1025, 10**4 + 1, 10**5 + 1]
+
+SIMILARITY = linear(0.0, 1.0, 50)
+"""A removed document's similarity with its cluster's kept one: fifty bins of 0.02."""
 
 
 def cluster_sizes(clusters: pa.Table) -> pa.Table:

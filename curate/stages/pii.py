@@ -27,6 +27,7 @@ from collections import Counter
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Literal
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field, model_validator
@@ -36,6 +37,7 @@ from curate.errors import CurateError
 from curate.io.batches import ID
 from curate.reasons import PII
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
+from curate.stats import LOG2, Stats
 
 Action = Literal["redact", "mask", "hash", "drop_document"]
 ValueAction = Literal["redact", "mask", "hash"]
@@ -255,4 +257,14 @@ class Pii(MapStage[PiiParams]):
             ids = pc.filter(batch.column(ID), pc.invert(mask))
             removed = rejected_table(self.name, ids, reasons)
             result = result.filter(mask)
-        return StageResult(result, changed=changed, removed=removed, counters=dict(counters))
+        stats = None
+        if self.context.stats:  # counts only: how many values of each type met each action
+            kept = {k: v for k, v in counters.items() if k != "log_records_suppressed"}
+            stats = Stats(sums=Counter(kept))
+            per_row = np.zeros(batch.num_rows, dtype=np.int64)
+            for row, hits in found_in.items():
+                per_row[row] = sum(len(spans) for _, spans in hits)
+            stats.histogram("values_per_document", per_row, LOG2, "values")
+        return StageResult(
+            result, changed=changed, removed=removed, counters=dict(counters), stats=stats
+        )

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 
 @dataclass(frozen=True)
@@ -82,3 +83,15 @@ def bin_counts(values: np.ndarray, scheme: Scheme) -> dict[int, int]:
     counts = np.bincount(idx)
     nonzero = np.flatnonzero(counts)
     return {int(i): int(counts[i]) for i in nonzero}
+
+
+def piece_bins(table: pa.Table, column: str, scheme: Scheme) -> tuple[dict[int, int], int | None]:
+    """`bin_counts` of one column of a table, and the column's sum when it holds integers
+    (else None): a piece function a barrier's decision folds over the pieces the engine
+    holds (values never leave the piece, only counts do)."""
+    if table.num_rows == 0:
+        return {}, None
+    values = table.column(column).to_numpy()
+    if values.dtype.kind == "f":
+        return bin_counts(values[~np.isnan(values)], scheme), None
+    return bin_counts(values, scheme), int(values.sum(dtype=np.int64))

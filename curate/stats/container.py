@@ -90,14 +90,40 @@ class Stats:
         self.sums[name] += int(value)
 
     def histogram(
-        self, name: str, values: np.ndarray, scheme: Scheme = LOG2, unit: str = "", **marks: float
+        self,
+        name: str,
+        values: np.ndarray,
+        scheme: Scheme = LOG2,
+        unit: str = "",
+        **marks: float | None,
     ) -> Histogram:
-        """Bin `values` into the histogram `name` (made with `scheme` on first use)."""
+        """Bin `values` into the histogram `name` (made with `scheme` on first use); `marks`
+        (a threshold: `min=0.65`) are drawn on it, None ones left out."""
         h = self.histograms.get(name)
         if h is None:
             h = self.histograms[name] = Histogram(scheme, unit)
         h.marks.update({k: float(v) for k, v in marks.items() if v is not None})
         h.add_values(values)
+        return h
+
+    def histogram_of_counts(
+        self,
+        name: str,
+        parts: list[tuple[dict[int, int], int | None]],
+        scheme: Scheme,
+        unit: str = "",
+        **marks: float | None,
+    ) -> Histogram:
+        """Add bin counts made elsewhere (`curate.stats.bins.piece_bins`: per piece, the
+        counts per bin and the values' sum or None) to the histogram `name`."""
+        h = self.histograms.get(name)
+        if h is None:
+            h = self.histograms[name] = Histogram(scheme, unit)
+        h.marks.update({k: float(v) for k, v in marks.items() if v is not None})
+        for counts, total in parts:
+            h.counts.update(counts)
+            if total is not None:
+                h.total = (h.total or 0) + total
         return h
 
     def add(self, other: Stats) -> None:

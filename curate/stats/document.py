@@ -92,8 +92,8 @@ def statistics(
 ) -> dict[str, Any]:
     """The document, from the stages (name, kind: map or barrier) in recipe order, every
     pass's records (each pass's in partition order) and the input names in input order;
-    `decisions` are the barriers' (position -> what deciding learned), whose `stats`, when
-    present, join the barrier's own."""
+    `decisions` are the barriers' (position -> what deciding learned), whose details'
+    `statistics`, when present, join the barrier's own."""
     totals = [_Total() for _ in stages]
     per_source: dict[str, list[_Total]] = {n: [_Total() for _ in stages] for n in inputs}
     for pass_records in records:
@@ -102,9 +102,10 @@ def statistics(
             for pos, counts in sorted(r.stages.items()):
                 totals[pos].add(counts)
                 mine[pos].add(counts)
-    for pos, decision in (decisions or {}).items():
-        if decision.get("stats"):
-            totals[pos].stats.add(Stats.from_dict(decision["stats"]))
+    for pos, decision in sorted((decisions or {}).items()):
+        learned = decision.get("details", {}).get("statistics")
+        if learned:  # a barrier's figures from deciding (`BarrierStage.decide_with_stats`)
+            totals[pos].stats.add(Stats.from_dict(learned))
     first = records[0] if records else []
     documents: Counter[str] = Counter()
     quarantined: Counter[str] = Counter()

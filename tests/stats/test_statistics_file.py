@@ -22,6 +22,8 @@ def project(tmp_path: Path) -> None:
     docs = corpus(1200, dup_every=4)
     docs[5]["text"] = f"Call   {PLANTED} about\u00a0the  thing   now please ok"
     docs[6]["text"] = "  spaced     out    words here and more    "
+    for i in range(40, 1200, 37):  # near-duplicates: one word more than an earlier document
+        docs[i] = {"id": docs[i]["id"], "text": docs[i // 3]["text"] + " extra"}
     for i in range(3):
         write_jsonl(tmp_path / "data" / f"f{i}.jsonl", docs[i * 400 : (i + 1) * 400])
 
@@ -30,6 +32,7 @@ STAGES: list[dict[str, Any]] = [
     {"normalize": {}},
     {"filter_length": {"min_words": 6}},
     {"exact_dedup": {}},
+    {"minhash_dedup": {"threshold": 0.7}},
     {"tokenize": {"source": str(REPO / "sample_data" / "tokenizer"), "eos": True}},
 ]
 
@@ -79,6 +82,15 @@ def test_statistics_are_byte_identical_across_workers_and_agree_with_the_manifes
     assert normalize["characters_in"] - normalize["characters_out"] == (
         normalize["characters_removed"] - normalize["characters_added"]
     )
+    minhash = stages[3]
+    removed = minhash["removed"]["near_duplicate"]
+    assert removed > 0 and minhash["sums"]["clusters"] > 0
+    clusters = minhash["histograms"]["cluster_size"]
+    assert clusters["n"] == minhash["sums"]["clusters"]
+    assert clusters["total"] == minhash["sums"]["clusters"] + removed  # kept one + removed
+    similarity = minhash["histograms"]["similarity"]
+    assert similarity["n"] == removed and similarity["marks"] == {"threshold": 0.7}
+    assert "statistics" not in one.manifest["stages"][3]["details"]  # in the file only
     tokenize = stages[-1]
     assert tokenize["sums"]["tokens_out"] == one.manifest["tokens"]
     assert tokenize["histograms"]["tokens_out"]["n"] == tokenize["documents_out"]
