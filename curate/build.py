@@ -41,6 +41,7 @@ from curate.io.inputs import InputFile
 from curate.io.partitions import Partition, plan_partitions
 from curate.io.plan_cache import PlanCache
 from curate.manifest import FileRecord, Manifest, StatisticsFile, reconcile
+from curate.output.card import write_card
 from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
 from curate.output.shard_merge import merged_shards
@@ -367,6 +368,8 @@ class Build:
                 per_split = {n: [s.path.removeprefix(f"{n}/") for s in shards if s.split == n]
                              for n in names}  # fmt: skip
                 write_hf_dict(out, per_split, self.fingerprint)
+            manifest.card = write_card(out, manifest, mode=int(r.output.file_mode, 8),
+                                       fsync=r.output.fsync)  # fmt: skip
             assert self.staging_folder is not None
             share_unchanged(
                 self.store, self.staging_folder, [*shards, *side["rejected"], *side["quarantine"]]

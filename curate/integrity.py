@@ -51,6 +51,11 @@ def listed_files(manifest: Mapping[str, Any]) -> Iterator[tuple[str, Any, int | 
     names = splits.get("splits") if isinstance(splits, dict) else None
     for name in sorted(hf_files(list(names) if isinstance(names, dict) else [])):
         yield "splits", name, None
+    card = manifest.get("card")  # absent: a version made before cards
+    if card is not None:
+        path = card.get("path") if isinstance(card, dict) else None
+        size = card.get("bytes") if isinstance(card, dict) else None
+        yield "card.path", path, size if isinstance(size, int) else -1
 
 
 def problems(folder: Path, manifest: Mapping[str, Any]) -> list[str]:

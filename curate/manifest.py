@@ -117,6 +117,14 @@ class StatisticsFile(_Model):
     format_version: int = Field(description="The file's own format_version.")
 
 
+class CardFile(_Model):
+    """The version's dataset card (`README.md`, `curate.output.card`), hashed as a shard is."""
+
+    path: str = Field(description="Relative to the version folder: README.md.")
+    bytes: int
+    sha256: str
+
+
 class SplitRecord(_Model):
     fraction: float = Field(description="Share of documents asked for (train: the rest).")
     documents: int = Field(description="Documents written to this split.")
@@ -199,6 +207,11 @@ class Manifest(_Model):
         None,
         description="Packed versions: where the tokens are, and how many the short rows "
         "lose (partitions write full rows; their tails are packed into one tail shard).",
+    )
+    card: CardFile | None = Field(
+        None,
+        description="The dataset card (README.md in the Hugging Face layout), generated from "
+        "this manifest; absent in versions made before cards.",
     )
     software: dict[str, str]
     host: dict[str, Any]

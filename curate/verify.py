@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from curate.digests import sha256_file
 from curate.integrity import file_problem
-from curate.manifest import FileRecord, Manifest, StatisticsFile
+from curate.manifest import CardFile, FileRecord, Manifest, StatisticsFile
 from curate.output.hf_layout import hf_files
 from curate.paths import escape
 from curate.sealed import VERSION_NAME
@@ -47,7 +47,10 @@ def verify(folder: Path) -> list[str]:
     layout = hf_files(splits)
     listed = {"manifest.json", *layout}
     folders: dict[str, str | None] = {}
-    extra: list[FileRecord | StatisticsFile] = [manifest.statistics] if manifest.statistics else []
+    extra: list[FileRecord | StatisticsFile | CardFile] = [
+        *([manifest.statistics] if manifest.statistics else []),
+        *([manifest.card] if manifest.card is not None else []),
+    ]
     for record in [*manifest.shards, *manifest.rejected, *manifest.quarantine, *extra]:
         listed.add(record.path)
         problem = escape(folder, record.path)
