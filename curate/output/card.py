@@ -279,7 +279,7 @@ def _loading(m: Manifest) -> str:
     splits = m.splits is not None
     dict_note = "a `DatasetDict` of its splits" if splits else "one `Dataset`"
     hub = (
-        f'datasets.load_dataset("{where}")  # the configs above: one split per config entry'
+        f'ds = datasets.load_dataset("{where}")  # reads the configs above: the same rows'
         if splits
         else "# datasets.load_dataset refuses a folder holding state.json (load_from_disk's "
         'layout);\n# uploaded to the Hub, datasets.load_dataset("<org>/<name>") reads the '
