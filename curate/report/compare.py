@@ -34,6 +34,9 @@ def render(a: Facts, b: Facts) -> str:
     if removed:
         parts.append(section("Removed, by stage and reason", removed, "removed"))
         parts.append(section("Removed, side by side", removed_table(a, b), "removed-table"))
+    tallies = plots.tallies([a, b])
+    if tallies:
+        parts.append(section("Tallies of each stage", tallies, "tallies"))
     if a.statistics and b.statistics:
         stats, labels = [a.statistics, b.statistics], [a.labels, b.labels]
         order = [rules(a.manifest), rules(b.manifest)]

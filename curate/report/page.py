@@ -37,6 +37,9 @@ def render(facts: Facts) -> str:
         figures = distributions.one(facts.statistics, facts.labels, rules(m))
         body = distributions.render(figures, [facts.statistics]) + figures_table(facts)
         parts.append(section("Distributions", body, "distributions"))
+    tallies = plots.tallies([facts])
+    if tallies:
+        parts.append(section("Tallies of each stage", tallies, "tallies"))
     if facts.quarantine:
         note = '<p class="note">file and line of each record in the version\'s quarantine/</p>'
         rows = table(("reason", "records"), facts.quarantine, frozenset({1}))

@@ -11,7 +11,7 @@ drawn on a distribution are `threshold-<plot>-<name>`.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from curate.report.facts import Facts
 from curate.report.svg import COLORS, draw
@@ -58,6 +58,26 @@ def removed(versions: Sequence[Facts]) -> str | None:
     return _bars(
         "removed", "documents removed, by stage and reason", series, [v.title for v in versions]
     )
+
+
+def tallies(versions: Sequence[Facts]) -> str:
+    """Each stage's own tallies from the manifest (documents per detected language, personal
+    data values per entity type and action, documents per benchmark), one plot per stage
+    that keeps any, in stage order; each figure names the stage position it draws per
+    series (`data-stage-<series>`)."""
+    by_label: dict[str, list[dict[str, Any] | None]] = {}
+    for v, facts in enumerate(versions):
+        for stage in facts.manifest["stages"]:
+            if stage.get("counters"):
+                label = facts.labels.get(stage["position"], str(stage["position"]))
+                by_label.setdefault(label, [None] * len(versions))[v] = stage
+    out = []
+    for k, (label, stages) in enumerate(by_label.items()):
+        series = [dict(s["counters"]) if s else {} for s in stages]
+        svg = _bars(f"tallies-{k}", label, series, [v.title for v in versions])
+        where = " ".join(f'data-stage-{i}="{s["position"]}"' for i, s in enumerate(stages) if s)
+        out.append(f'<figure class="tallies" {where}>{svg}</figure>')
+    return "".join(out)
 
 
 def _bars(name: str, title: str, series: Sequence[dict[str, int]], labels: Sequence[str]) -> str:

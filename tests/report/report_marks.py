@@ -51,3 +51,15 @@ def expected_histograms(
             h = doc["stages"][pos]["histograms"][name]
             out[(plot, i)] = (len(h["bins"]), len(h.get("marks", {})))
     return out
+
+
+def expected_tallies(page: str, versions: list[curate.Version]) -> dict[tuple[str, int], int]:
+    """(plot, series) -> bars of each stage-tallies figure: one per counter the stage kept."""
+    out = {}
+    for attrs, plot in re.findall(
+        r'<figure class="tallies" ([^>]*)><svg [^>]*id="plot-(tallies-\d+)"', page
+    ):
+        for i, pos in re.findall(r'data-stage-(\d+)="(\d+)"', attrs):
+            counters = versions[int(i)].manifest["stages"][int(pos)]["counters"]
+            out[(plot, int(i))] = len(counters)
+    return out

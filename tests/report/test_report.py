@@ -53,6 +53,11 @@ def test_one_mark_per_step_reason_and_bin(planted_versions) -> None:
         assert count(page, "mark", plot, series) == n, plot
     assert count(page, "mark", "removed", 0) > 0
     assert count(page, "mark", "funnel-documents", 1) == 0
+    tallies = marks.expected_tallies(page, [v1])
+    pii = next(s for s in v1.manifest["stages"] if s["name"] == "pii")
+    assert tallies[("tallies-0", 0)] == len(pii["counters"]) > 0  # values per entity type
+    for (plot, series), n in tallies.items():
+        assert count(page, "mark", plot, series) == n, plot
     drawn = marks.expected_histograms(page, [v1])
     for (plot, series), (bins, thresholds) in drawn.items():
         assert count(page, "mark", plot, series) == bins, plot
@@ -117,6 +122,8 @@ def test_compares_two_versions(planted_versions, tmp_path: Path) -> None:
     for version, series in ((v1, 0), (v2, 1)):
         for (plot, i), n in marks.expected(version, series).items():
             assert count(page, "mark", plot, i) == n, plot
+    for (plot, series), n in marks.expected_tallies(page, [v1, v2]).items():
+        assert count(page, "mark", plot, series) == n, plot
     for (plot, series), (bins, thresholds) in marks.expected_histograms(page, [v1, v2]).items():
         assert count(page, "mark", plot, series) == bins, plot
         assert count(page, "threshold", plot, series) == thresholds, plot

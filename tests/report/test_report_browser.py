@@ -138,6 +138,7 @@ def check(page_file: Path, browser: Any, versions: list[Any]) -> None:
     bars = {
         k: v for i, version in enumerate(versions) for k, v in marks.expected(version, i).items()
     }
+    bars |= marks.expected_tallies(raw, versions)
     histograms = marks.expected_histograms(raw, versions)
     page, requests, errors = open_page(browser, page_file)
     try:
