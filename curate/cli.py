@@ -233,6 +233,8 @@ def report(version: Path, other: Path | None, output: Path | None) -> None:
     from curate.version import open as open_version
 
     matplotlib_or_fail()  # before reading anything: the missing extra is the error to see
+    if output is not None and not output.absolute().parent.is_dir():  # before drawing
+        raise CurateError(f"cannot write the report to {output}: no folder {output.parent}")
     a = open_version(version)
     b = open_version(other) if other is not None else None
     name = f"{a.dataset}-{a.name}" + (f"-vs-{b.name}" if b is not None else "")

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curate.errors import CurateError
+
 if TYPE_CHECKING:
     from curate.version import Version
 
@@ -38,8 +40,12 @@ class Report:
         """Write the page to `path` (a new file, or one replaced whole), returning the path."""
         target = Path(path)
         temporary = target.with_name(f".{target.name}.tmp")
-        temporary.write_text(self.html, encoding="utf-8")
-        temporary.replace(target)
+        try:
+            temporary.write_text(self.html, encoding="utf-8")
+            temporary.replace(target)
+        except OSError as exc:
+            temporary.unlink(missing_ok=True)
+            raise CurateError(f"cannot write the report to {target}: {exc.strerror}") from exc
         return target
 
 

@@ -169,3 +169,11 @@ def test_notebook_views(planted_versions, tmp_path: Path) -> None:
     assert full._repr_html_().startswith('<div class="curate-report">')
     saved = full.save(tmp_path / "nb.html")
     assert saved.read_text() == page_of(v1)
+
+
+def test_unwritable_output_is_named(planted_versions, tmp_path: Path) -> None:
+    v1, _ = planted_versions
+    out = tmp_path / "missing" / "r.html"
+    result = CliRunner().invoke(main, ["report", str(v1.path), "-o", str(out)])
+    assert result.exit_code == 2
+    assert f"cannot write the report to {out}: no folder" in result.output
