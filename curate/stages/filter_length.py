@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from curate.chat.contents import Roles, roles_field
 from curate.stages.base import FilterStage, StageParams
+from curate.stats import LOG2, Stats
 
 
 class FilterLengthParams(StageParams):
@@ -45,8 +46,22 @@ class FilterLength(FilterStage[FilterLengthParams]):
     def software(self) -> dict[str, str]:
         return {"pyarrow": pa.__version__}
 
-    def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+    def describe(self) -> dict[str, object]:
+        """The bounds in the order they judge a document (each sees what the earlier kept)."""
         p = self.params
+        bounds = (("too_few_chars", p.min_chars), ("too_many_chars", p.max_chars),
+                  ("too_few_words", p.min_words), ("too_many_words", p.max_words))  # fmt: skip
+        return {"rules": [reason for reason, bound in bounds if bound is not None]}
+
+    def keep(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+        return self.keep_with_stats(batch)[:2]
+
+    def keep_with_stats(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray, Stats]:
+        """The bounds in order (characters, then words); each one's statistics count the
+        documents the earlier ones kept: `rule/<reason>/evaluated`, and the histogram
+        `rule/<reason>` (log2) of their characters or words with the bound marked."""
+        p = self.params
+        stats = Stats()
         text = self.document_texts(batch)
         n = batch.num_rows
         keep = np.ones(n, dtype=bool)
@@ -71,8 +86,15 @@ class FilterLength(FilterStage[FilterLengthParams]):
                         zero_copy_only=False
                     )
                 values = words
+            if self.context.stats:
+                judged = values[keep]
+                judged = judged[~np.isnan(judged)] if judged.dtype.kind == "f" else judged
+                stats.count(f"rule/{reason}/evaluated", int(keep.sum()))
+                unit = "characters" if "chars" in reason else "words"
+                stats.histogram(f"rule/{reason}", judged.astype(np.int64), LOG2, unit,
+                                **{"min" if is_min else "max": bound})  # fmt: skip
             bad = (values < bound) if is_min else (values > bound)
             bad &= keep
             reasons[bad] = reason
             keep &= ~bad
-        return keep, reasons
+        return keep, reasons, stats

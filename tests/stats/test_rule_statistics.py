@@ -9,6 +9,7 @@ import pyarrow as pa
 from curate.quality.params import FineWebParams, GopherQualityParams
 from curate.stages.base import StageContext, StageCounts
 from curate.stages.chain import run_maps
+from curate.stages.filter_length import FilterLength, FilterLengthParams
 from curate.stages.quality_filter import QualityFilter, QualityFilterParams
 
 TEXTS = [
@@ -63,3 +64,23 @@ def test_each_rule_judges_what_the_earlier_rules_kept() -> None:
 def test_no_statistics_when_off() -> None:
     counts, _ = run(QualityFilterParams(), stats=False)
     assert not counts.stats
+
+
+def test_filter_length_bounds_judge_in_order() -> None:
+    stage = FilterLength(FilterLengthParams(min_chars=5, min_words=3, max_words=20))
+    assert stage.describe() == {"rules": ["too_few_chars", "too_few_words", "too_many_words"]}
+    batch = pa.record_batch(
+        {
+            "id": [str(i) for i in range(len(TEXTS))],
+            "text": TEXTS,
+            "_order": pa.array(np.arange(len(TEXTS), dtype=np.uint64)),
+        }
+    )
+    counts = StageCounts()
+    run_maps(batch, [stage], [counts], [])
+    sums, hist = counts.stats.sums, counts.stats.histograms
+    assert sums["rule/too_few_chars/evaluated"] == len(TEXTS)
+    assert sums["rule/too_few_words/evaluated"] == len(TEXTS) - counts.removed["too_few_chars"]
+    assert hist["rule/too_few_words"].marks == {"min": 3.0}
+    assert hist["rule/too_few_chars"].total == sum(len(t) for t in TEXTS)
+    assert hist["rule/too_many_words"].unit == "words"
