@@ -19,8 +19,8 @@ whole process tree), at nice -10 after waiting up to --patience seconds for at m
 --max-load cores of other load. The two versions' shards must be the same bytes, the run
 with statistics must hold statistics.json (the same bytes every round) and the other none;
 any difference is printed and the script exits 1. The verdict is the median over rounds of
-CPU with / CPU without (issue 19's budget: at most 1.05). Results:
-benchmarks/results/stats_overhead-<size>.{md,json}.
+CPU with / CPU without (issue 19's budget: at most 1.05). Results, rewritten after every
+round: benchmarks/results/stats_overhead-<size>.{md,json}.
 """
 
 from __future__ import annotations
@@ -178,6 +178,7 @@ def main() -> None:
     print(f"tree {args.tree} at {commit}", flush=True)
     runs: list[Run] = []
     problems: list[str] = []
+    lines: list[str] = []
     first: str | None = None
     for rnd in range(args.rounds):
         order = (True, False) if rnd % 2 == 0 else (False, True)
@@ -189,12 +190,14 @@ def main() -> None:
             print(f"  DIFFERENT (round {rnd}): {line}", flush=True)
         problems += found
         runs += [done[s][0] for s in order]
-    lines = verdict(runs)
-    same = "shards identical with and without statistics; statistics.json the same every round"
-    lines.append(f"BYTE COMPARISON FAILED: {len(problems)} difference(s)" if problems else same)
+        lines = verdict(runs)
+        same = "shards identical with and without statistics; statistics.json the same every round"
+        lines.append(f"BYTE COMPARISON FAILED: {len(problems)} difference(s)" if problems else same)
+        if rnd + 1 < args.rounds:
+            lines.append(f"(after {rnd + 1} of {args.rounds} rounds: the run goes on)")
+        if not args.no_write:  # after every round: a run cut short still leaves its figures
+            write_results(args, info, commit, runs, lines)
     print("\n".join(lines), flush=True)
-    if not args.no_write:
-        write_results(args, info, commit, runs, lines)
     sys.exit(1 if problems else 0)
 
 
