@@ -7,22 +7,24 @@ A key names one point of one partition's way through the recipe:
     after map stage i  H(the key before it, the stage's identity)
     barrier k's basis  H(the key of the rows it saw, the basis identity)
 
-A stage's identity is its name, class, parameters, context, the software its output depends
-on (library versions, a tokenizer's file digests) and the hash of its code and of every
-curate module that code imports (`curate.cache.code`). The data keys are the recipe's keys
-that reach the rows: `text_field`, `id_field`, `fields`, `chat`, `on_error`,
-`partition_size`, `batch_size`, `max_document_bytes` -- never `split`, `output.*` or
-`engine`, which change how rows are written or where the work runs, not the rows. After a
-barrier the key holds the digest of the partition's decision rows rather than the barrier's
-parameters: a decision that drops the same documents from a partition leaves its entries
-valid whatever changed elsewhere (a new file that removes one old document re-runs only
-that document's partition).
+A stage's identity is its name, class, parameters, context (but for the recipe's folder,
+which only resolves relative paths: a copied or moved project keeps its cache), the software
+its output depends on (library versions, a tokenizer's file digests) and the hash of its
+code and of every curate module that code imports (`curate.cache.code`). The data keys are
+the recipe's keys that reach the rows: `text_field`, `id_field`, `fields`, `chat`,
+`on_error`, `partition_size`, `batch_size`, `max_document_bytes` -- never `split`,
+`output.*` or `engine`, which change how rows are written or where the work runs, not the
+rows. After a barrier the key holds the digest of the partition's decision rows rather than
+the barrier's parameters: a decision that drops the same documents from a partition leaves
+its entries valid whatever changed elsewhere (a new file that removes one old document re-
+runs only that document's partition).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -74,7 +76,7 @@ def stage_identity(stage: Stage) -> str:
         stage.name,
         f"{type(stage).__module__}.{type(stage).__qualname__}",
         stage.params.model_dump(mode="json"),
-        repr(stage.context),
+        repr(replace(stage.context, base_dir=".")),  # where the recipe is: not what it does
         sorted(stage.software().items()),
         code_hash(type(stage)),
     )
@@ -87,7 +89,7 @@ def basis_identity(barrier: BarrierStage) -> str:
         barrier.name,
         f"{type(barrier).__module__}.{type(barrier).__qualname__}",
         barrier.basis_params(),
-        repr(barrier.context),
+        repr(replace(barrier.context, base_dir=".")),
         sorted(barrier.software().items()),
         code_hash(type(barrier)),
     )

@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -71,8 +72,16 @@ def files(version: Path) -> dict[str, str]:
     return {
         str(p.relative_to(version)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(version.rglob("*"))
-        if p.is_file() and p.name != "manifest.json"
+        if p.is_file() and p.name not in ("manifest.json", "README.md")
     }
+
+
+def card(version: Path, named: str) -> str:
+    """The dataset card, with the version's name in it replaced (it names its version)."""
+    text = (version / "README.md").read_text()
+    return text.replace(f"t {version.name}", f"t {named}").replace(
+        f"t/{version.name}", f"t/{named}"
+    )
 
 
 def manifest(version: Path) -> dict[str, Any]:
@@ -86,6 +95,7 @@ def caching(version: Path) -> list[dict[str, Any] | None]:
 def assert_same_as_scratch(folder: Path, recipe: dict[str, Any], cached: Path) -> None:
     scratch = build(folder, recipe, root=f"scratch-{len(list(folder.glob('scratch-*')))}")
     assert files(cached) == files(scratch)
+    assert card(cached, "vN") == card(scratch, "vN")
     a, b = manifest(cached), manifest(scratch)
     assert a["counts"] == b["counts"]
     keep = ("docs_in", "docs_out", "changed", "removed", "counters")
@@ -289,3 +299,19 @@ def test_a_change_after_the_barriers_reuses_their_decisions(tmp_path: Path) -> N
     assert "reused_from" in manifest(third)["stages"][2]["details"]["decision"]
     assert "reused_from" not in manifest(third)["stages"][3]["details"]["decision"]
     assert_same_as_scratch(tmp_path, threshold, third)
+
+
+def test_a_copied_project_folder_keeps_its_cache(tmp_path: Path) -> None:
+    """Keys name what stages do, not where the recipe sits: a project folder copied or moved
+    (recipe, inputs and output root together) reuses every entry."""
+    here = tmp_path / "a"
+    make_data(here)
+    build(here, recipe_dict())
+    moved = tmp_path / "b"
+    shutil.copytree(here, moved, symlinks=True)
+    changed = recipe_dict()
+    changed["stages"][5]["tokenize"]["bos"] = True
+    second = build(moved, changed)
+    for record in caching(second)[:5]:
+        assert record is not None and record["ran"] == 0 and record["reused"] > 0, record
+    assert_same_as_scratch(moved, changed, second)
