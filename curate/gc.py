@@ -42,7 +42,7 @@ from curate.owned import (
 )
 from curate.phases import mark
 from curate.sizes import format_size
-from curate.store import Store
+from curate.store import ALIAS, Store
 
 
 @dataclass(frozen=True)
@@ -173,17 +173,25 @@ def _remove_version(store: Store, entry: Entry, dry_run: bool, tally: Freed) -> 
 
 
 def _unlist(store: Store, entry: Entry) -> None:
-    """Remove every `.index` entry naming this version, durably, before the folder moves."""
+    """Remove every `.index` entry naming this version, and every alias naming one of those
+    entries ("same-as <fingerprint>", filed when touched inputs found the version: left,
+    it would lead nowhere), durably, before the folder moves."""
     try:
         index = store.dataset().folder(".index")
     except OSError:  # none, or a link (never followed): nothing filed there is ours
         return
     with index:
+        filed: dict[str, str] = {}
         for item in index.scandir():
             if item.is_file(follow_symlinks=False):
                 with contextlib.suppress(OSError, UnicodeDecodeError):
-                    if index.read_text(item.name).strip() == entry.name:
-                        index.unlink(item.name)
+                    filed[item.name] = index.read_text(item.name).strip()
+        named = {name for name, text in filed.items() if text == entry.name}
+        aliases = {name for name, text in filed.items()
+                   if text.startswith(ALIAS) and text.removeprefix(ALIAS) in named}  # fmt: skip
+        for name in sorted(named | aliases):
+            with contextlib.suppress(OSError):
+                index.unlink(name)
         index.fsync()
 
 

@@ -40,7 +40,7 @@ from curate.staging.names import OUT
 log = logging.getLogger(__name__)
 _STAGING_SUFFIX = re.compile(r"^[0-9a-f]{20}$")  # a fingerprint's first 20 hex digits
 _FINGERPRINT = re.compile(r"^[0-9a-f]{64}$")
-_ALIAS = "same-as "  # an .index entry naming another fingerprint (`Store.alias`)
+ALIAS = "same-as "  # an .index entry naming another fingerprint (`Store.alias`)
 _OWN = "curate reads and writes its own files only inside the dataset folder: remove the link"
 
 
@@ -143,13 +143,13 @@ class Store:
         never a chain). A version is sealed with the fingerprint it was built from, which
         its manifest names: the one to check it against."""
         text = self._index_entry(fingerprint)
-        if text is None or not text.startswith(_ALIAS):
+        if text is None or not text.startswith(ALIAS):
             return None if text is None else (fingerprint, text)
-        target = text.removeprefix(_ALIAS)
+        target = text.removeprefix(ALIAS)
         if not _FINGERPRINT.match(target):
             return None
         name = self._index_entry(target)
-        if name is None or name.startswith(_ALIAS):
+        if name is None or name.startswith(ALIAS):
             return None
         return target, name
 
@@ -180,7 +180,7 @@ class Store:
             return
         try:
             with self.dataset().folder(".index", self.dir_mode) as index:
-                text = f"{_ALIAS}{same_as}\n"
+                text = f"{ALIAS}{same_as}\n"
                 index.write_atomic(fingerprint, text, self.file_mode, fsync=False)
         except OSError as exc:
             if exc.errno == errno.ELOOP:

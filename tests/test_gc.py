@@ -419,3 +419,28 @@ def test_a_manifest_that_is_a_fifo_is_not_ours_and_does_not_hang_gc_or_log(
             done.stdout + done.stderr
         )
     assert (dataset / "v9" / "manifest.json").exists() and (dataset / "v2").is_dir()
+
+
+def test_gc_removes_the_aliases_of_a_version_it_removes(project: Path) -> None:
+    """Touched inputs file their stat fingerprint as an alias of the version's ("same-as");
+    removing the version removes the alias too, rather than leaving it to lead nowhere."""
+    recipe = write_recipe(project)
+    v1 = curate.run(recipe)
+    v1.release()
+    data = project / "data" / "a.jsonl"
+    st = data.stat()
+    os.utime(data, ns=(st.st_atime_ns, st.st_mtime_ns + 10**11))  # touched, same bytes
+    again = curate.run(recipe)
+    again.release()
+    index = project / "out" / "t" / ".index"
+    aliases = [p.name for p in index.iterdir() if p.read_text().startswith("same-as ")]
+    assert again.path == v1.path and aliases
+    data.write_text(data.read_text() + '{"id": "new", "text": "one more document here"}\n')
+    curate.run(recipe).release()  # v2
+    result = gc(project / "out" / "t", "--keep", "1")
+    assert "t/v1: removed" in result.stdout, result.stdout
+    left = {p.name: p.read_text() for p in index.iterdir()}
+    assert not set(aliases) & set(left), left
+    assert all(text == "v2\n" or text.startswith("same-as ") for text in left.values()), left
+    for text in left.values():  # what is left leads somewhere
+        assert not text.startswith("same-as ") or text.removeprefix("same-as ").strip() in left
