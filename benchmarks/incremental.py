@@ -44,14 +44,12 @@ from __future__ import annotations
 import argparse
 import calendar
 import json
-import os
-import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,11 +57,11 @@ from benchmarks import corpus as corpora
 from benchmarks import incremental_outputs as outputs
 from benchmarks import stage_cache
 from benchmarks.partition_parallelism import prepare
+from benchmarks.results_file import save_results
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "work" / "incremental"
-RESULTS = HERE / "results"
 TOKENIZER = "tokenizer.model.v1"
 THRESHOLD = 0.8
 NEW_SHARE = 0.10
@@ -341,33 +339,23 @@ def write_results(
             f"{' '.join(f'{k} {ran}/{ran + old}' for k, (ran, old) in s.work.items())} | "
             f"{s.foreign_load:.2f} |"
         )
-    text = "\n".join(
-        [
-            "# Incremental inputs: a rerun after new files (issue 18)",
-            "",
-            f"Corpus: {info.describe()}. Recipe: normalize, exact_dedup, minhash_dedup "
-            f"(threshold {THRESHOLD}), pii, tokenize (Mistral 7B SentencePiece v1, `threads: "
-            "1`, packed 4096), 2 workers, default partition_size; Arrow pools and "
-            "RAYON_NUM_THREADS pinned to 1. The base version is built once from the old "
-            "files (cache on); each round puts its folder back as it was (a copy kept aside, "
-            "restored at the same path) and reruns with the new file appended (last) or "
-            "inserted (first), paired with the new file alone from "
-            f"scratch (cache off). curate {commit}{' (with uncommitted changes)' if dirty else ''}"
-            f" ({args.tree}); {platform.python_version()}, {os.cpu_count()} cores; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-            "",
-            *rows,
-            "",
-            *[f"- {line}" for line in lines],
-            "",
-            f"Command: `{command}`",
-            "",
-        ]
+    save_results(
+        f"incremental-{args.size}",
+        "Incremental inputs: a rerun after new files (issue 18)",
+        f"Corpus: {info.describe()}. Recipe: normalize, exact_dedup, minhash_dedup "
+        f"(threshold {THRESHOLD}), pii, tokenize (Mistral 7B SentencePiece v1, `threads: "
+        "1`, packed 4096), 2 workers, default partition_size; Arrow pools and "
+        "RAYON_NUM_THREADS pinned to 1. The base version is built once from the old "
+        "files (cache on); each round puts its folder back as it was (a copy kept aside, "
+        "restored at the same path) and reruns with the new file appended (last) or "
+        "inserted (first), paired with the new file alone from "
+        f"scratch (cache off). curate {commit}{' (with uncommitted changes)' if dirty else ''}"
+        f" ({args.tree}); ",
+        rows,
+        lines,
+        command,
+        steps,
     )
-    name = f"incremental-{args.size}"
-    (RESULTS / f"{name}.md").write_text(text)
-    (RESULTS / f"{name}.json").write_text(json.dumps([asdict(s) for s in steps], indent=1) + "\n")
-    print(f"wrote {RESULTS / name}.md")
 
 
 if __name__ == "__main__":

@@ -33,23 +33,22 @@ import argparse
 import compileall
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus as corpora
 from benchmarks.compare_commits import niced
+from benchmarks.results_file import save_results
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "work" / "partition_parallelism"
-RESULTS = HERE / "results"
 NICE = -10
 TARGETS = {"busy": 0.90, "wall_ratio": 0.56, "cpu_ratio": 1.08, "foreign_load": 0.10}
 PINNED_THREADS = {"OMP_NUM_THREADS": "1", "ARROW_IO_THREADS": "1", "RAYON_NUM_THREADS": "1"}
@@ -290,29 +289,19 @@ def write_results(
             f"| {r.round} | {r.workers} | {r.wall_s:.2f} | {r.cpu_s:.2f} | {r.busy:.1%} | "
             f"{r.partitions} | {r.foreign_load:.2f} |"
         )
-    text = "\n".join(
-        [
-            "# One large JSONL file, 1 vs 2 workers (issue 16, point 2)",
-            "",
-            f"Corpus: {info.describe()}, one file. Recipe: normalize, exact_dedup, minhash_dedup, "
-            "pii, tokenize (Mistral 7B SentencePiece, `threads: 1`, packed 4096), "
-            f"partition_size {args.partition_size or 'default'}; Arrow pools and "
-            "RAYON_NUM_THREADS pinned to 1. "
-            f"curate {commit} ({args.tree}); {platform.python_version()}, {os.cpu_count()} cores; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-            "",
-            *rows,
-            "",
-            *[f"- {line}" for line in lines],
-            "",
-            f"Command: `{command}`",
-            "",
-        ]
+    save_results(
+        f"partition_parallelism-{args.size}",
+        "One large JSONL file, 1 vs 2 workers (issue 16, point 2)",
+        f"Corpus: {info.describe()}, one file. Recipe: normalize, exact_dedup, minhash_dedup, "
+        "pii, tokenize (Mistral 7B SentencePiece, `threads: 1`, packed 4096), "
+        f"partition_size {args.partition_size or 'default'}; Arrow pools and "
+        "RAYON_NUM_THREADS pinned to 1. "
+        f"curate {commit} ({args.tree}); ",
+        rows,
+        lines,
+        command,
+        runs,
     )
-    name = f"partition_parallelism-{args.size}"
-    (RESULTS / f"{name}.md").write_text(text)
-    (RESULTS / f"{name}.json").write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n")
-    print(f"wrote {RESULTS / name}.md")
 
 
 if __name__ == "__main__":

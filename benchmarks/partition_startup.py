@@ -29,7 +29,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from benchmarks import corpus as corpora
-from benchmarks.partition_parallelism import REPO, RESULTS, WORK, prepare, pretrain_recipe, run_once
+from benchmarks.partition_parallelism import REPO, WORK, prepare, pretrain_recipe, run_once
+from benchmarks.results_file import RESULTS
 
 MB = 10**6
 CANDIDATES_MB = (64, 32, 16, 8, 4, 2, 1)

@@ -47,13 +47,12 @@ import argparse
 import copy
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +67,12 @@ from benchmarks.partition_parallelism import (
     pretrain_recipe,
     wait_for_quiet,
 )
+from benchmarks.results_file import save_results
 from benchmarks.tokenize_convert import mistral_file
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "work" / "stage_cache"
-RESULTS = HERE / "results"
 NICE = -10
 NAME = "pretrain"
 SECOND_TOKENIZER = "tekken_240911.json"
@@ -480,30 +479,19 @@ def write_results(
             f"{r.cpu_s:.2f} | {r.version}{' new' if r.new_version else ''} | "
             f"{r.cache_bytes / 1e6:.1f} | {sigs} | {r.foreign_load:.2f} |"
         )
-    text = "\n".join(
-        [
-            "# Stage cache: cold cost and reruns (issue 17)",
-            "",
-            f"Corpus: {info.describe()}. Recipe: normalize, exact_dedup, minhash_dedup "
-            "(threshold 0.8), pii, tokenize (Mistral 7B SentencePiece v1, `threads: 1`, packed "
-            "4096), 2 workers, default partition_size; Arrow pools and RAYON_NUM_THREADS "
-            f"pinned to 1. Reruns: tokenizer -> {SECOND_TOKENIZER}; then threshold -> "
-            f"{THRESHOLDS[1]}; then every input touched. curate {commit}{dirty} ({args.tree}); "
-            f"{platform.python_version()}, {os.cpu_count()} cores; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-            "",
-            *rows,
-            "",
-            *[f"- {line}" for line in lines],
-            "",
-            f"Command: `{command}`",
-            "",
-        ]
+    save_results(
+        f"stage_cache-{args.size}",
+        "Stage cache: cold cost and reruns (issue 17)",
+        f"Corpus: {info.describe()}. Recipe: normalize, exact_dedup, minhash_dedup "
+        "(threshold 0.8), pii, tokenize (Mistral 7B SentencePiece v1, `threads: 1`, packed "
+        "4096), 2 workers, default partition_size; Arrow pools and RAYON_NUM_THREADS "
+        f"pinned to 1. Reruns: tokenizer -> {SECOND_TOKENIZER}; then threshold -> "
+        f"{THRESHOLDS[1]}; then every input touched. curate {commit}{dirty} ({args.tree}); ",
+        rows,
+        lines,
+        command,
+        runs,
     )
-    name = f"stage_cache-{args.size}"
-    (RESULTS / f"{name}.md").write_text(text)
-    (RESULTS / f"{name}.json").write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n")
-    print(f"wrote {RESULTS / name}.md")
 
 
 if __name__ == "__main__":

@@ -28,24 +28,21 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import platform
 import statistics
 import sys
-import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from benchmarks import corpus as corpora
 from benchmarks.partition_parallelism import prepare, run_once, warm
+from benchmarks.results_file import save_results
 from benchmarks.stage_cache import git
 from benchmarks.tokenize_convert import mistral_file
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "work" / "stats_overhead"
-RESULTS = HERE / "results"
 NAME = "pretrain"
 BUDGET = 1.05
 QUALITY = {  # recipes/pretrain-sample.yaml's: the published defaults keep ~1% of man pages
@@ -218,30 +215,19 @@ def write_results(
             f"| {r.round} | {'on' if r.stats else 'off'} | {r.wall_s:.2f} | {r.cpu_s:.2f} | "
             f"{r.foreign_load:.2f} |"
         )
-    text = "\n".join(
-        [
-            "# Statistics: what collecting them costs (issue 19)",
-            "",
-            f"Corpus: {info.describe()}. Recipe: normalize, language_filter (min_score 0.4), "
-            "quality_filter (pretrain-sample.yaml's rules), exact_dedup, minhash_dedup, pii, "
-            "tokenize (Mistral 7B SentencePiece v1, `threads: 1`, packed 4096), 2 workers, "
-            "stage cache off; Arrow pools and RAYON_NUM_THREADS pinned to 1."
-            f" curate {commit}{dirty} ({args.tree}); "
-            f"{platform.python_version()}, {os.cpu_count()} cores; "
-            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.",
-            "",
-            *rows,
-            "",
-            *[f"- {line}" for line in lines],
-            "",
-            f"Command: `{command}`",
-            "",
-        ]
+    save_results(
+        f"stats_overhead-{args.size}",
+        "Statistics: what collecting them costs (issue 19)",
+        f"Corpus: {info.describe()}. Recipe: normalize, language_filter (min_score 0.4), "
+        "quality_filter (pretrain-sample.yaml's rules), exact_dedup, minhash_dedup, pii, "
+        "tokenize (Mistral 7B SentencePiece v1, `threads: 1`, packed 4096), 2 workers, "
+        "stage cache off; Arrow pools and RAYON_NUM_THREADS pinned to 1."
+        f" curate {commit}{dirty} ({args.tree}); ",
+        rows,
+        lines,
+        command,
+        runs,
     )
-    name = f"stats_overhead-{args.size}"
-    (RESULTS / f"{name}.md").write_text(text)
-    (RESULTS / f"{name}.json").write_text(json.dumps([asdict(r) for r in runs], indent=1) + "\n")
-    print(f"wrote {RESULTS / name}.md")
 
 
 if __name__ == "__main__":
