@@ -213,7 +213,20 @@ def _folder_format(path: str, name: str, label: str) -> str:
         raise CurateError(
             f"{label} is a saved DatasetDict; name one split's folder, e.g. '{name}/train'"
         )
+    if _is_dataset_folder(path):  # its versions hold text files too (each one's card)
+        raise CurateError(f"{label} {_dataset_folder_hint(path, name)}")
     return "text_folder"
+
+
+def _is_dataset_folder(path: str) -> bool:
+    """A curate dataset folder: its LATEST names a version folder holding a manifest."""
+    try:
+        latest = Path(path, "LATEST").read_text().strip()
+    except (OSError, ValueError):
+        return False
+    return bool(VERSION_NAME.match(latest)) and os.path.isfile(
+        os.path.join(path, latest, "manifest.json")
+    )
 
 
 def _empty_folder_problem(path: str, name: str) -> str:
