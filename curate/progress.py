@@ -179,7 +179,21 @@ class _Phase:
         return " · ".join([*parts, f"{seconds:.1f}s"])
 
 
-class StderrProgress:
+class _Renderer:
+    """What both displays share: a plain progress call and one with the work done inside
+    the phase (`Detailed`) are the same update, with or without the work."""
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        self._update(phase, done, total, None)
+
+    def work(self, phase: str, done: int, total: int, work: Work) -> None:
+        self._update(phase, done, total, work)
+
+    def _update(self, phase: str, done: int, total: int, work: Work | None) -> None:
+        raise NotImplementedError
+
+
+class StderrProgress(_Renderer):
     """The CLI's renderer. On a terminal the current phase is redrawn in place, at most once
     every `every` seconds (a phase's completion is always drawn); otherwise (CI logs, pipes)
     one line is written when a phase completes. Safe to call from several threads."""
@@ -194,12 +208,6 @@ class StderrProgress:
         self.drawn_at = float("-inf")
         self.current = ""
         self.lock = threading.Lock()
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        self._update(phase, done, total, None)
-
-    def work(self, phase: str, done: int, total: int, work: Work) -> None:
-        self._update(phase, done, total, work)
 
     def _update(self, phase: str, done: int, total: int, work: Work | None) -> None:
         with self.lock:
@@ -229,7 +237,7 @@ class StderrProgress:
             self.drawn_at, self.current = now, "" if finished else phase
 
 
-class TqdmProgress:
+class TqdmProgress(_Renderer):
     """One tqdm bar per phase, counting documents when their total is known, else input
     bytes, else partitions (or a decision's steps). `tqdm.auto` draws a widget in a notebook
     (with ipywidgets: `pip install curate[notebook]`) and text elsewhere."""
@@ -246,12 +254,6 @@ class TqdmProgress:
         self.units: dict[str, str] = {}
         self.drawn_at: dict[str, float] = {}
         self.lock = threading.Lock()
-
-    def __call__(self, phase: str, done: int, total: int) -> None:
-        self._update(phase, done, total, None)
-
-    def work(self, phase: str, done: int, total: int, work: Work) -> None:
-        self._update(phase, done, total, work)
 
     def _update(self, phase: str, done: int, total: int, work: Work | None) -> None:
         with self.lock:
