@@ -21,7 +21,8 @@ Each round, for each case (append, insert): the base's folder put back where it 
 path, since a stage's cache identity holds the recipe's folder), then in alternating order
   rerun      the case's recipe (the old inputs plus the new file, last or first) in that
              folder, cache on: CPU and wall, each barrier's decision seconds from the new
-             version's stage records, what each stage computed and took from the cache,
+             version's stage records, what each stage computed and took from the cache
+             (partitions; a barrier's basis: documents too),
              and the new version's own bytes (files that share no inode with the base
              version's: what hard links did not share);
   new_alone  the recipe over the new file alone, from scratch (cache off, a fresh root):
@@ -82,6 +83,7 @@ class Step:
     decide_s: dict[str, float] = field(default_factory=dict)
     bytes: outputs.Bytes = field(default_factory=outputs.Bytes)
     work: dict[str, tuple[int, int]] = field(default_factory=dict)
+    docs: dict[str, tuple[int, int]] = field(default_factory=dict)  # barrier bases, documents
     partitions: int = 0
     differences: int = 0
 
@@ -137,6 +139,7 @@ def measure(
         decide_s=outputs.decide_seconds(manifest),
         bytes=outputs.bytes_of(version, earlier),
         work=outputs.stage_work(manifest),
+        docs=outputs.basis_docs(manifest),
         partitions=len(manifest.get("partitions", [])),
     )
     print(describe(measured), flush=True)
@@ -147,12 +150,14 @@ def describe(s: Step) -> str:
     decide = ", ".join(f"{k} {v:.2f} s" for k, v in s.decide_s.items())
     b = s.bytes
     work = " ".join(f"{k} {ran}/{ran + reused}" for k, (ran, reused) in s.work.items())
+    docs = " ".join(f"{k} {ran}/{ran + reused}" for k, (ran, reused) in s.docs.items())
     return (
         f"  r{s.round} {s.case or '-':6s} {s.step:9s} wall {s.wall_s:7.2f} s  CPU "
         f"{s.cpu_s:7.2f} s  {s.version}{' (new)' if s.new_version else ' (existing)'}  "
         f"foreign {s.foreign_load:4.2f}\n      decide: {decide or '-'}; bytes {b.total / 1e6:.1f}"
         f" MB, own {b.own / 1e6:.1f} MB (shards {b.own_shards / 1e6:.1f} of "
-        f"{b.shards / 1e6:.1f} MB); partitions computed/all: {work or '-'}"
+        f"{b.shards / 1e6:.1f} MB); partitions computed/all: {work or '-'}; barrier "
+        f"bases, documents computed/all: {docs or '-'}"
     )
 
 
@@ -254,6 +259,8 @@ def verdict(steps: list[Step], old: list[Path], new: list[Path]) -> list[str]:
             f"{case}: partitions computed, read from the cache per stage (cache records): "
             + " | ".join(work)
             + f"; old partitions recomputed by some stage: {old_redone}",
+            f"{case}: barrier bases, documents computed, read from the cache (cache records): "
+            + " | ".join(sorted({json.dumps(r.docs, sort_keys=True) for r in reruns})),
         ]
     load = max(s.foreign_load for s in steps)
     lines.append(f"foreign load, worst run: {load:.2f} cores")
@@ -328,8 +335,8 @@ def write_results(
     command = "python -m benchmarks.incremental " + " ".join(sys.argv[1:])
     rows = [
         "| round | case | step | wall s | CPU s | version | decide s | MB | own MB | computed "
-        "(partitions per stage) | foreign |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "(partitions per stage) | computed (barrier documents) | foreign |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for s in steps:
         rows.append(
@@ -337,6 +344,7 @@ def write_results(
             f"{s.cpu_s:.2f} | {s.version}{' new' if s.new_version else ''} | "
             f"{s.decide_total:.2f} | {s.bytes.total / 1e6:.1f} | {s.bytes.own / 1e6:.1f} | "
             f"{' '.join(f'{k} {ran}/{ran + old}' for k, (ran, old) in s.work.items())} | "
+            f"{' '.join(f'{k} {ran}/{ran + old}' for k, (ran, old) in s.docs.items())} | "
             f"{s.foreign_load:.2f} |"
         )
     save_results(

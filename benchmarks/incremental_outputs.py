@@ -88,6 +88,18 @@ def stage_work(manifest: dict[str, Any]) -> dict[str, tuple[int, int]]:
     return found
 
 
+def basis_docs(manifest: dict[str, Any]) -> dict[str, tuple[int, int]]:
+    """Per barrier (by name), (documents whose summary basis the run computed, documents
+    whose basis it took from the stage cache), as its cache record says; a tree whose
+    records do not count documents gives none."""
+    found = {}
+    for stage in manifest.get("stages", []):
+        said = stage.get("cache")
+        if isinstance(said, dict) and isinstance(said.get("docs_computed"), int):
+            found[str(stage["name"])] = (said["docs_computed"], int(said.get("docs_reused", 0)))
+    return found
+
+
 def partitions_of(manifest: dict[str, Any]) -> dict[str, int]:
     """Partitions per input name, in input order."""
     found: dict[str, int] = {}

@@ -129,6 +129,7 @@ def cache_records(
     computed: Counter[int] = Counter()
     read_seconds: Counter[int] = Counter()
     read_bytes: Counter[int] = Counter()
+    docs: dict[int, Counter[str]] = {}  # a barrier's position -> documents computed, reused
     for k, pass_records in enumerate(result.records):
         positions = _pass_positions(stages, k)
         for r in pass_records:
@@ -145,6 +146,9 @@ def cache_records(
             if hit:  # the pass read its entries back at once: counted at its last reused stage
                 read_seconds[hit[-1]] += r.cache.get("read_seconds", 0.0)
                 read_bytes[hit[-1]] += r.cache.get("read_bytes", 0)
+            basis_docs = r.cache.get("basis_docs")
+            if isinstance(basis_docs, dict) and positions:
+                docs.setdefault(positions[-1], Counter()).update(basis_docs)
     return {
         pos: StageCacheRecord(
             reused=reused[pos],
@@ -153,6 +157,8 @@ def cache_records(
             computed_seconds=round(computed[pos], 4),
             read_seconds=round(read_seconds[pos], 4),
             read_bytes=read_bytes[pos],
+            docs_computed=docs[pos]["computed"] if pos in docs else None,
+            docs_reused=docs[pos]["reused"] if pos in docs else None,
         )
         for pos in sorted(set(reused) | set(ran))
     }

@@ -93,6 +93,15 @@ class StageCacheRecord(_Model):
         0.0, description="Worker seconds this run spent reading reused entries back."
     )
     read_bytes: int = Field(0, description="Bytes of the reused entries read back.")
+    docs_computed: int | None = Field(
+        None, description="A barrier: documents whose summary basis this run computed."
+    )
+    docs_reused: int | None = Field(
+        None,
+        description="A barrier: documents whose summary basis came from the cache (from an "
+        "entry of the same rows, or by document id from one of the same partition's "
+        "documents under another earlier decision).",
+    )
 
 
 class FileRecord(_Model):

@@ -18,6 +18,20 @@ rows. After a barrier the key holds the digest of the partition's decision rows 
 the barrier's parameters: a decision that drops the same documents from a partition leaves
 its entries valid whatever changed elsewhere (a new file that removes one old document re-
 runs only that document's partition).
+
+A barrier's basis has a second key, its **family** (`basis_family`): the same chain less
+the earlier barriers' decisions,
+
+    family of barrier k's basis  H(pass 0's input key, each map stage's identity and each
+                                   earlier barrier's apply identity, in order, the basis
+                                   identity)
+
+A document's text where barrier k sees it depends on its partition's content and on the
+stages before, never on which other documents an earlier decision dropped, when every
+stage on the way works document by document (`per_document`); so a basis kept under one
+decision holds the right row, by document id, for any other decision over the same
+partition (`curate.cache.replay`: a file inserted before the others changes every old
+partition's exact_dedup decision, and MinHash takes its old signatures by id).
 """
 
 from __future__ import annotations
@@ -33,7 +47,7 @@ import pyarrow.compute as pc
 
 from curate.cache.code import code_hash
 from curate.io.batches import ID
-from curate.stages.base import REJECTED_SCHEMA, BarrierStage, Stage
+from curate.stages.base import REJECTED_SCHEMA, BarrierStage, MapStage, Stage
 
 ENTRY_FORMAT = 1
 """How entries are laid out (curate.cache.replay); raised when that changes, so old entries
@@ -93,6 +107,47 @@ def basis_identity(barrier: BarrierStage) -> str:
         sorted(barrier.software().items()),
         code_hash(type(barrier)),
     )
+
+
+def apply_identity(barrier: BarrierStage) -> str:
+    """What a barrier's `apply` does to the rows it keeps (nothing, in every built-in one: it
+    only drops), for the family keys after it: its class and code, not its parameters,
+    which decide what it drops."""
+    return chain("apply", f"{type(barrier).__module__}.{type(barrier).__qualname__}",
+                 code_hash(type(barrier)))  # fmt: skip
+
+
+def per_document(stage: Stage) -> bool:
+    """Whether a stage's output for a document depends on that document alone, not on the
+    others in its batch: true of curate's own stages; a user's stage is "a pure function of
+    one batch" and may look at its neighbours, so no family key spans it."""
+    return type(stage).__module__.startswith("curate.stages.")
+
+
+def family_prefixes(
+    passes: list[tuple[list[MapStage], BarrierStage | None]],
+) -> list[str | None]:
+    """Per pass, what its barrier's family key chains after pass 0's input key: the
+    identities of every earlier pass's map stages and barrier `apply`; None for a pass whose
+    barrier basis has no family (pass 0, whose rows no decision touched, and a pass after a
+    decision whose maps or barrier may not work document by document)."""
+    out: list[str | None] = []
+    steps: list[Any] = []
+    safe = True
+    for k, (maps, barrier) in enumerate(passes):
+        if k:
+            safe = safe and all(per_document(stage) for stage in maps)
+        usable = k > 0 and safe and barrier is not None and per_document(barrier)
+        out.append(chain("family-prefix", steps) if usable else None)
+        steps = [*steps, [stage_identity(stage) for stage in maps]]
+        if barrier is not None:
+            steps.append(apply_identity(barrier))
+    return out
+
+
+def basis_family(origin: str, prefix: str, maps: tuple[str, ...], basis: str) -> str:
+    """The family key of a barrier's basis for one partition (see the module's docstring)."""
+    return chain("basis-family", origin, prefix, list(maps), basis)
 
 
 def after_stage(previous: str, identity: str) -> str:

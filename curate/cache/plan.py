@@ -30,13 +30,15 @@ class CachePlan:
     keys: list[PassKeys]  # per pass: the identities of its stages, no partition's input yet
     digests: dict[str, str] = field(default_factory=dict)  # partition key -> digest, if known
     ends: dict[tuple[int, str], str] = field(default_factory=dict)  # (pass, partition) -> key
+    origins: dict[str, str] = field(default_factory=dict)  # partition -> pass 0's input key
 
     def for_task(self, pass_index: int, partition: Partition) -> PassKeys | None:
         keys = self.keys[pass_index]
         if pass_index == 0:
             return replace(keys, digest=self.digests.get(partition.key))
         after = self.ends.get((pass_index - 1, partition.key))
-        return replace(keys, after=after) if after is not None else None
+        origin = self.origins.get(partition.key)  # for the basis's family key
+        return replace(keys, after=after, origin=origin) if after is not None else None
 
     def run_of(self) -> str:
         """The fingerprint of the run these keys are for (named in the entries it keeps)."""
@@ -46,6 +48,11 @@ class CachePlan:
         for record in records:
             if record.cache_key is not None:
                 self.ends[(pass_index, record.partition)] = record.cache_key
+            if pass_index == 0 and record.cache_key is not None and record.digest is not None:
+                data = self.keys[0].data
+                self.origins[record.partition] = cache_keys.input_key(
+                    record.partition, record.digest, data
+                )
 
 
 def cache_plan(
@@ -54,8 +61,10 @@ def cache_plan(
     """The keys of every pass of a build, before any partition is known."""
     data = cache_keys.data_key(resolved_recipe)
     passes = []
-    for segment in segments:
+    families = cache_keys.family_prefixes([(s.maps, s.barrier) for s in segments])
+    for segment, family in zip(segments, families, strict=True):
         maps = tuple(cache_keys.stage_identity(stage) for stage in segment.maps)
         basis = cache_keys.basis_identity(segment.barrier) if segment.barrier else None
-        passes.append(PassKeys(spec=spec, run=run, data=data, maps=maps, basis=basis))
+        passes.append(PassKeys(spec=spec, run=run, data=data, maps=maps, basis=basis,
+                               family=family))  # fmt: skip
     return CachePlan(spec, passes)

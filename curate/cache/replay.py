@@ -22,7 +22,18 @@ Entry files (each an Arrow IPC file) and meta:
   `rows` (rows per chunk; 0: none, the stages after it were not called),
   `rejected` (batches per chunk), `counts` (per chunk, or None when not called).
 - barrier basis (key: after the rows it saw): `basis.arrow`; meta `rows` per chunk (-1:
-  not called).
+  not called), `family` (its family key, when it has one).
+- family alias (key: a basis's family key, `keys.basis_family`): no file; meta `target`,
+  the key of the basis entry it leads to.
+
+A basis whose key misses (an earlier barrier's decision for the partition changed: a file
+inserted before the others changes every old partition's exact_dedup decision) is made
+from the basis its family alias leads to, when there is one: that entry is checked like any
+other (sizes and xxh3_128, its meta's `family` the key looked up, one row per id), its rows
+taken by document id for the documents the pass holds, and only the others computed
+(`Reuse.summary_basis`); the pass keeps the result under its own key as usual. The family
+key covers the partition's content and every stage before the barrier, so a document
+whose text changed is never given an old row (its partition's digest changed).
 """
 
 from __future__ import annotations
@@ -36,13 +47,23 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from curate.cache import keys
+from curate.cache.names import KEY
 from curate.cache.store import CacheSpec, Entry, EntryWriter, StageCache
-from curate.io.batches import QuarantineRecord, local_orders, with_partition
+from curate.io.batches import (
+    ID,
+    ORDER,
+    ORDER_SHIFT,
+    QuarantineRecord,
+    local_orders,
+    with_partition,
+)
 from curate.phases import mark
-from curate.stages.base import REJECTED_SCHEMA, StageCounts
+from curate.stages.base import REJECTED_SCHEMA, BarrierStage, StageCounts
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +91,8 @@ class PassKeys:
     digest: str | None = None  # pass 0: the partition's content digest, when known
     after: str | None = None  # pass k > 0: the key of the rows barrier k-1 saw
     input: str | None = None  # the pass's input key, once resolved (`resolved`)
+    family: str | None = None  # the basis's family prefix (`keys.family_prefixes`), if any
+    origin: str | None = None  # pass k > 0: the partition's pass 0 input key, when known
 
     def resolved(self, partition_key: str, digest: str | None, decision: Path | None) -> PassKeys:
         """With the input key: from the partition's digest (pass 0), or from the rows the
@@ -100,6 +123,13 @@ class PassKeys:
     def basis_key(self) -> str | None:
         return keys.chain("basis-of", self.end(), self.basis) if self.basis else None
 
+    def family_key(self) -> str | None:
+        """The basis's family key: the same documents' rows, whatever earlier barriers
+        dropped (None when the pass has none)."""
+        if self.basis is None or self.family is None or self.origin is None:
+            return None
+        return keys.basis_family(self.origin, self.family, self.maps, self.basis)
+
 
 @dataclass
 class Chunk:
@@ -122,8 +152,12 @@ class Reuse:
     input: Entry | None = None
     maps: list[Entry] = field(default_factory=list)
     basis: Entry | None = None
+    family: Family | None = None  # when `basis` missed: rows of the same documents, by id
+    family_alias: bool = False  # the family key leads to an intact basis entry
     read_seconds: float = 0.0  # spent reading entries back, this run
     read_bytes: int = 0  # the size of the entry files read back
+    docs_computed: int = 0  # documents whose basis this pass computed
+    docs_reused: int = 0  # documents whose basis it took from the cache
 
     @property
     def stages(self) -> int:
@@ -164,18 +198,37 @@ class Reuse:
             started = time.perf_counter()
 
     def report(self, positions: list[int], barrier: int) -> dict[str, Any]:
-        """For the partition's record: the positions reused, and the runs that made them."""
-        reused = positions[: self.stages] + ([barrier] if self.basis is not None else [])
-        entries = [*self.maps, *([self.basis] if self.basis is not None else [])]
+        """For the partition's record: the positions reused, and the runs that made them (a
+        barrier's basis counts as reused when no document's was computed, from its family
+        too), and the documents whose basis was computed or reused."""
+        basis = self.basis
+        if basis is None and self.family is not None and not self.docs_computed:
+            basis = self.family.entry
+        reused = positions[: self.stages] + ([barrier] if basis is not None else [])
+        entries = [*self.maps, *([basis] if basis is not None else [])]
         runs = {e.meta.get("run") for e in entries}
         computed = [_computed_seconds(e) for e in entries]  # when the run that kept them ran
-        return {
+        out = {
             "reused": reused,
             "from": sorted(r for r in runs if isinstance(r, str)),
             "computed_seconds": dict(zip(map(str, reused), computed, strict=True)),
             "read_seconds": round(self.read_seconds, 4),
             "read_bytes": self.read_bytes,
         }
+        if barrier >= 0:
+            out["basis_docs"] = {"computed": self.docs_computed, "reused": self.docs_reused}
+        return out
+
+    def summary_basis(self, barrier: BarrierStage, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The barrier's basis of `batch` (which the cache did not replay): the rows the
+        family entry holds for these documents, and only the others computed."""
+        if self.family is not None:
+            basis, computed = self.family.summary_basis(barrier, batch)
+            self.docs_computed += computed
+            self.docs_reused += batch.num_rows - computed
+            return basis
+        self.docs_computed += batch.num_rows
+        return barrier.summary_basis(batch)
 
     def bases(self, cache: StageCache, partition: int) -> Iterator[pa.RecordBatch | None]:
         """The basis entry's batches, chunk by chunk (None where summarize was not called)."""
@@ -205,7 +258,104 @@ def find(cache: StageCache, pass_keys: PassKeys, pass_index: int) -> Reuse:
         reuse.basis = _consistent(cache, cache.get(basis_key))
         if reuse.basis and reuse.input and _chunks(reuse.basis) != _chunks(reuse.input):
             reuse.basis = None
+    family_key = pass_keys.family_key()
+    if reuse.basis is None and family_key is not None:
+        started = time.perf_counter()
+        reuse.family = _family(cache, family_key, reuse)
+        reuse.read_seconds += time.perf_counter() - started
+        reuse.family_alias = reuse.family is not None
     return reuse
+
+
+@dataclass
+class Family:
+    """A basis entry of the partition's family: its rows, and each document id's row."""
+
+    entry: Entry
+    table: pa.Table
+    rows: dict[str, int]
+
+    def summary_basis(
+        self, barrier: BarrierStage, batch: pa.RecordBatch
+    ) -> tuple[pa.RecordBatch, int]:
+        """The basis of `batch` and how many of its documents were computed: the entry's
+        row for each document it holds (its `id` and `_order` this batch's own), the
+        barrier's `summary_basis` for the others, in the batch's row order, as a run
+        without the cache makes it."""
+        ids = batch.column(ID).cast(pa.string()).to_pylist()
+        found = np.array([self.rows.get(i, -1) for i in ids], dtype=np.int64)
+        have = found >= 0
+        if not have.any():
+            return barrier.summary_basis(batch), batch.num_rows
+        where = np.flatnonzero(have)
+        taken = self.table.take(pa.array(found[where]))
+        if not _same_orders(taken.column(ORDER), batch.column(ORDER), where):
+            log.warning("stage cache entry %s: a document's `_order` differs from the one "
+                        "kept: not used", self.entry.key)  # fmt: skip
+            return barrier.summary_basis(batch), batch.num_rows
+        keep = pa.table(
+            [pc.take(batch.column(ID), pa.array(where)).cast(self.table.schema.field(ID).type),
+             pc.take(batch.column(ORDER), pa.array(where)), *taken.columns[2:]],
+            schema=self.table.schema,
+        )  # fmt: skip
+        missing = batch.num_rows - len(where)
+        if missing:
+            computed = barrier.summary_basis(batch.filter(pa.array(~have)))
+            if computed.schema != keep.schema:
+                log.warning("stage cache entry %s holds rows of another shape: not used",
+                            self.entry.key)  # fmt: skip
+                return barrier.summary_basis(batch), batch.num_rows
+            at = pc.index_in(computed.column(ORDER), value_set=batch.column(ORDER))
+            positions = np.concatenate([where, at.to_numpy(zero_copy_only=False)])
+            keep = pa.concat_tables([keep, pa.Table.from_batches([computed])])
+            keep = keep.take(pa.array(np.argsort(positions, kind="stable")))
+        return _one_batch(keep), missing
+
+
+def _family(cache: StageCache, family_key: str, reuse: Reuse) -> Family | None:
+    """The basis entry the family key leads to, checked through and loaded, or None."""
+    alias = cache.get(family_key)
+    if alias is None:
+        return None
+    target = alias.meta.get("target")
+    if alias.meta.get("kind") != "family" or not isinstance(target, str):
+        return None
+    if not KEY.fullmatch(target):
+        return None
+    entry = _consistent(cache, cache.get(target))
+    if entry is None or entry.meta.get("kind") != "basis" or entry.meta.get("family") != family_key:
+        return None  # gone (evicted, damaged: removed) or not of this family
+    try:
+        table = pa.Table.from_batches(list(_batches(cache, entry, "basis.arrow", reuse)))
+    except (OSError, pa.ArrowException):
+        return None
+    if table.num_columns < 2 or table.schema.names[:2] != [ID, ORDER] or table.num_rows == 0:
+        return None
+    ids = table.column(ID).cast(pa.string()).to_pylist()
+    rows = {i: n for n, i in enumerate(ids)}
+    if len(rows) != len(ids) or None in rows:
+        log.warning("stage cache entry %s holds a document id twice: not used", entry.key)
+        return None
+    return Family(entry, table, rows)
+
+
+def _same_orders(kept: pa.ChunkedArray, orders: pa.Array, where: np.ndarray) -> bool:
+    """Whether the kept rows' partition-local `_order`s are those of the batch's rows."""
+    mine = _local(pc.take(orders, pa.array(where)))
+    return bool(np.array_equal(_local(kept), mine))
+
+
+def _local(orders: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    if isinstance(orders, pa.ChunkedArray):
+        orders = orders.combine_chunks()
+    values = orders.to_numpy(zero_copy_only=False).astype(np.uint64)
+    return values & np.uint64((1 << ORDER_SHIFT) - 1)
+
+
+def _one_batch(table: pa.Table) -> pa.RecordBatch:
+    table = table.combine_chunks()
+    batches = table.to_batches()
+    return batches[0] if batches else pa.RecordBatch.from_pylist([], schema=table.schema)
 
 
 def _chunks(entry: Entry) -> int | None:
@@ -310,8 +460,13 @@ class Keeper:
         self.maps = [_MapKeeper(cache.writer(key)) for key in chain[reuse.stages :]]
         self.basis: _BasisKeeper | None = None
         basis_key = pass_keys.basis_key()
+        family = pass_keys.family_key()
         if basis_key is not None and reuse.basis is None:
-            self.basis = _BasisKeeper(cache.writer(basis_key))
+            self.basis = _BasisKeeper(cache.writer(basis_key), family)
+        self.alias: tuple[str, str] | None = None  # the family key, the basis it leads to
+        if self.basis is not None and family is not None and not reuse.family_alias:
+            assert basis_key is not None  # a family key that leads nowhere now leads here
+            self.alias = (family, basis_key)
 
     def begin_chunk(self) -> None:
         self.chunks += 1
@@ -329,6 +484,8 @@ class Keeper:
     def commit(self) -> None:
         for keeper in self._all():
             keeper.commit(self.chunks, self.run)
+        if self.alias is not None and self.basis is not None and self.basis.writer.landed:
+            _alias(self.cache, *self.alias, self.run)
 
     def abort(self) -> None:
         for keeper in self._all():
@@ -422,11 +579,12 @@ class _MapKeeper(_Keeper):
 
 
 class _BasisKeeper(_Keeper):
-    def __init__(self, writer: EntryWriter) -> None:
+    def __init__(self, writer: EntryWriter, family: str | None) -> None:
         super().__init__(writer, "basis")
         self.basis = self.file("basis.arrow")
         self.rows: list[int] = []
         self.seconds = 0.0
+        self.family = family
 
     def begin_chunk(self) -> None:
         self.rows.append(-1)
@@ -437,7 +595,20 @@ class _BasisKeeper(_Keeper):
         self.seconds += seconds
 
     def meta(self) -> dict[str, Any]:
-        return {"rows": self.rows, "seconds": round(self.seconds, 4)}
+        family = {"family": self.family} if self.family is not None else {}
+        return {"rows": self.rows, "seconds": round(self.seconds, 4), **family}
+
+
+def _alias(cache: StageCache, family: str, target: str, run: str) -> None:
+    """Make `family` lead to the basis entry `target`: a stale alias (its target evicted or
+    found damaged) is removed first. Nothing is kept when another run's alias landed."""
+    try:
+        cache.discard(family)
+        writer = cache.writer(family)
+        writer.commit({"kind": "family", "format": keys.ENTRY_FORMAT, "target": target,
+                       "run": run})  # fmt: skip
+    except OSError as exc:  # the cache is never a reason for a run to fail
+        log.warning("stage cache: family %s not kept: %s", family, exc)
 
 
 def open_cache(spec: CacheSpec) -> StageCache:

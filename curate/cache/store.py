@@ -232,6 +232,20 @@ class StageCache:
         self._hold()
         return EntryWriter(self, key)
 
+    def discard(self, key: str) -> None:
+        """Remove the entry committed under `key` when it is one of ours (its meta.json ours
+        for the key); nothing else is touched."""
+        check_key(key)
+        root = self._hold()
+        try:
+            with root.folder(key[:2]) as shard:
+                with shard.folder(key) as folder:
+                    if read_meta(folder, key) is None:
+                        return
+                self._drop(shard, key)
+        except FileNotFoundError:
+            return
+
     def _drop(self, shard: Folder, key: str) -> None:
         """Remove an entry: renamed away first (one step), then deleted."""
         root = self.root()

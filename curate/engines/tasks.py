@@ -363,9 +363,11 @@ class PartitionRun:
         basis = chunk.basis if chunk is not None else None
         if basis is None:
             t = time.perf_counter()
-            basis = barrier.summary_basis(batch)
+            basis = self.reuse.summary_basis(barrier, batch)  # by document from its family
             if self.keeper is not None and self.keeper.basis is not None:
                 self.keeper.basis.chunk(basis, time.perf_counter() - t)
+        else:
+            self.reuse.docs_reused += batch.num_rows
         self.segments.write(batch, barrier.summary_from_basis(basis))
 
     def _finish(self) -> None:
