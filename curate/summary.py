@@ -53,9 +53,13 @@ def render_summary(version: Version) -> str:
 
 def _cache_note(cache: dict[str, Any] | None) -> list[str]:
     """Whether the stage ran or its output came from the stage cache: from which version,
-    what computing it had cost, and what reading it back cost this run."""
-    if not cache or not cache["reused"]:
+    what computing it had cost, and what reading it back cost this run; a barrier whose
+    basis was partly computed: how many documents' came from the cache."""
+    if not cache:
         return []
+    computed, reused = cache.get("docs_computed") or 0, cache.get("docs_reused") or 0
+    if not cache["reused"]:
+        return [f"({reused:,}/{reused + computed:,} documents from the cache)"] if reused else []
     runs = ", ".join(cache["reused_from"][:3])
     share = "" if not cache["ran"] else f" {cache['reused']:,}/{cache['reused'] + cache['ran']:,}"
     figures = f"{cache.get('computed_seconds', 0.0):.2f}s of work"
@@ -64,6 +68,8 @@ def _cache_note(cache: dict[str, Any] | None) -> list[str]:
             f", {format_size(cache['read_bytes'])} read back in "
             f"{cache.get('read_seconds', 0.0):.2f}s"
         )
+    if computed and reused:
+        figures += f"; {reused:,}/{reused + computed:,} documents"
     return [f"(reused{share} from {runs}: {figures})"]
 
 

@@ -22,6 +22,8 @@ from curate.stages.exact_dedup import ExactDedup, ExactDedupParams
 from curate.stages.filter_length import FilterLength, FilterLengthParams
 from curate.stages.minhash_dedup import MinHashDedup, MinHashDedupParams
 from curate.stages.normalize import Normalize, NormalizeParams
+from curate.summary import render_summary
+from curate.version import Version
 
 MINHASH = 2  # its position in test_incremental's recipe
 
@@ -70,6 +72,9 @@ def test_an_inserted_file_computes_only_its_own_documents_signatures(tmp_path: P
     assert record["docs_computed"] + record["docs_reused"] == docs_into(second, MINHASH)
     new_parts = parts_of(second, "data/a.jsonl")
     assert (record["ran"], record["reused"]) == (new_parts, parts - new_parts)
+    reused = record["docs_reused"]
+    shown = " ".join(render_summary(Version(second)).split())  # the summary says so too
+    assert f"{reused:,}/{reused + len(new):,} documents" in shown
     assert_same_as_scratch(tmp_path, recipe(), second)
 
 
