@@ -155,13 +155,43 @@ def verify(path: Path) -> None:
     from curate.version import open as open_version
 
     # A dataset folder means its LATEST, opened unchecked: verify reports every problem below.
-    folder = path if (path / "manifest.json").is_file() else open_version(path, check=False).path
+    folder = path
+    if not (path / "manifest.json").is_file() and not (path / "export.json").is_file():
+        folder = open_version(path, check=False).path
     problems = verify_folder(folder)
     if problems:
         for problem in problems:
             click.echo(f"{folder}: {problem}", err=True)
         raise SystemExit(1)
     click.echo(f"{folder}: OK")
+
+
+@main.command()
+@click.argument("version", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--to", "to", required=True, type=click.Choice(["megatron", "mds", "parquet", "jsonl"]),
+    help="The format: Megatron's .bin/.idx, MosaicML MDS, Parquet or JSONL.",
+)  # fmt: skip
+@click.argument("out", type=click.Path(path_type=Path))
+@click.option(
+    "--dtype", type=click.Choice(["auto", "uint16", "int32"]), default="auto", show_default=True,
+    help="megatron: the ids' type; auto: uint16 when every id the tokenizer can produce is "
+    "below 65,536, else int32.",
+)  # fmt: skip
+@_user_errors
+def export(version: Path, to: str, out: Path, dtype: str) -> None:
+    """Export VERSION (a version folder, or a dataset folder for its LATEST) to OUT, a new
+    folder that appears complete or not at all, with an export.json `curate verify` checks."""
+    from curate.export import export as run_export
+
+    manifest = run_export(version, to, out, dtype=dtype)
+    rows = sum(p.rows for p in manifest.parts)
+    tokens = sum(p.tokens or 0 for p in manifest.parts)
+    size = sum(f.bytes for f in manifest.files)
+    what = f"{rows:,} rows" + (f", {tokens:,} {manifest.dtype} tokens" if manifest.dtype else "")
+    parts = ", ".join(p.name for p in manifest.parts)
+    click.echo(f"{out}: {to} export of {manifest.source.dataset} {manifest.source.version} "
+               f"({parts}): {what}, {len(manifest.files)} files, {size:,} bytes")  # fmt: skip
 
 
 @main.command()

@@ -28,6 +28,11 @@ def verify(folder: Path) -> list[str]:
     """Problems found in a version folder; an empty list means it is intact."""
     folder = Path(folder)
     path = folder / "manifest.json"
+    if not path.exists():
+        from curate.export.verify import is_export, verify_export
+
+        if is_export(folder):  # an export's own manifest (curate.export)
+            return verify_export(folder)
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
