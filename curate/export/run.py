@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from curate import phases
 from curate.errors import CurateError
 from curate.export.dtypes import megatron_dtype
 from curate.export.record import (
@@ -44,6 +45,7 @@ def export(version: str | Path, to: str, out: str | Path, *, dtype: str = "auto"
             record, written = _write(source, part, folder, to, plan)
             parts.append(record)
             files += written
+            phases.mark("export_part")
         manifest = _manifest(source, to, plan, parts, files)
         write_manifest(folder, manifest)
     return manifest

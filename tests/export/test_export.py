@@ -113,3 +113,30 @@ def test_refusals_are_one_line(version: Path, tmp_path: Path) -> None:
     )
     assert done.returncode != 0 and "only megatron takes a dtype" in done.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["v"]
+
+
+@pytest.mark.parametrize("kill_at", ["export_part:1", "export_publish:1"])
+def test_a_killed_export_leaves_no_export_and_the_next_one_cleans_up(
+    version: Path, tmp_path: Path, kill_at: str
+) -> None:
+    """SIGKILL after the first split is written, and just before the rename: `out` never
+    appears; the hidden staging folder of the dead process is removed by the next export to
+    the same name, which then completes."""
+    out = tmp_path / "exports" / "out"
+    out.parent.mkdir()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(curate.__file__).parent.parent),
+        "CURATE_PHASE_LOG": str(tmp_path / "phases.log"),
+        "CURATE_KILL_AT": kill_at,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "curate.cli", "export", str(version), "--to", "mds", str(out)],
+        env=env, capture_output=True, timeout=300, start_new_session=True,
+    )  # fmt: skip
+    assert done.returncode == -9, done.stderr
+    left = list(out.parent.iterdir())
+    assert not out.exists() and len(left) == 1 and left[0].name.startswith(".out.export-")
+    export(version, "mds", out)
+    assert [p.name for p in out.parent.iterdir()] == ["out"]
+    assert verify(out) == []
