@@ -28,6 +28,11 @@ Each round, in one dataset root, each step changing one thing from the one befor
             new version was built (it should not be) and the wall time, beside the time
             to hash the inputs (xxh3_128, one core) for scale.
 
+`--only tokenizer` measures the tokenizer step alone, for more rounds in a short quiet
+window: one cold run (cache on) fills the cache, its dataset folder is set aside, and each
+round puts it back (untimed) before the tokenizer pair; only the tokenizer reference is
+built, and results go to stage_cache-<size>-tokenizer.{md,json}.
+
 Every version a step publishes is compared file by file with the reference build of the
 same recipe (the cold cache-on run with the cache-off one): shards, rejected/,
 quarantine/, state and info files byte for byte, manifests as JSON without time, host and
@@ -266,11 +271,14 @@ def references(files: list[Path], args: argparse.Namespace) -> tuple[Setup, list
     post_pii = WORK / "post_pii.arrow"
     setup = Setup(files, has, r0, r0_off, r1, r2, tokenize_only(post_pii, tk, has), {})
     runs = []
-    for step, r in (
+    refs = [
         ("ref_tokenizer", r1),
         ("ref_threshold", r2),
         ("ref_post_pii", recipe(files, None, THRESHOLDS[0], cache=True, has_cache=has)),
-    ):
+    ]
+    if args.only == "tokenizer":
+        refs = [refs[0], refs[2]]
+    for step, r in refs:
         off = copy.deepcopy(r)
         if has:
             off["output"]["cache"] = False
@@ -326,6 +334,31 @@ def one_round(rnd: int, s: Setup, args: argparse.Namespace) -> tuple[list[Run], 
     return list(runs.values()), differences
 
 
+def tokenizer_round(rnd: int, s: Setup, args: argparse.Namespace) -> tuple[list[Run], int]:
+    """`--only tokenizer`: the tokenizer pair, from the cold run's dataset folder as it was."""
+    dataset, tok_root = WORK / "dataset", WORK / "tokenize_only"
+    kept = WORK / "dataset-after-cold"
+    found: list[Run] = []
+    if rnd == 0:
+        measured, _ = run(s.r0, dataset, "cold_on", -1, args, fresh=True)
+        print(describe(measured), flush=True)
+        found.append(measured)
+        shutil.rmtree(kept, ignore_errors=True)
+        shutil.copytree(dataset, kept, symlinks=True)
+    shutil.rmtree(dataset, ignore_errors=True)
+    shutil.copytree(kept, dataset, symlinks=True)
+    runs: dict[str, Run] = {}
+    versions_of: dict[str, Path] = {}
+    tok = [("tokenize_only", s.tok_only, tok_root, True), ("tokenizer", s.r1, dataset, False)]
+    for step, r, folder, fresh in tok if rnd % 2 == 0 else tok[::-1]:
+        runs[step], versions_of[step] = run(r, folder, step, rnd, args, fresh)
+        print(describe(runs[step]), flush=True)
+    differences = tally(runs["tokenizer"], check(
+        versions_of["tokenizer"], s.refs["ref_tokenizer"], "tokenizer changed"))  # fmt: skip
+    shutil.rmtree(tok_root, ignore_errors=True)
+    return found + list(runs.values()), differences
+
+
 def tally(r: Run, n: int) -> int:
     r.differences += n
     return n
@@ -366,9 +399,30 @@ def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
     def med(values: list[float]) -> float:
         return statistics.median(values)
 
+    tok = med([one("tokenizer", i).wall_s / one("tokenize_only", i).wall_s for i in rounds])
+    tok_cpu = med([one("tokenizer", i).cpu_s / one("tokenize_only", i).cpu_s for i in rounds])
+    load = max(r.foreign_load for r in runs if r.round >= 0)
+
+    def m(step: str, what: str) -> float:
+        return med([getattr(r, what) for r in by[step]])
+
+    def ok(met: bool) -> str:
+        return "ok" if met else "MISSED"
+
+    tok_line = (
+        f"tokenizer changed: rerun wall {m('tokenizer', 'wall_s'):.2f} s, tokenize alone on the "
+        f"post-PII data {m('tokenize_only', 'wall_s'):.2f} s; rerun / alone {tok:.3f} (median of "
+        f"rounds; target <= {TARGETS['tokenizer_wall']}: {ok(tok <= TARGETS['tokenizer_wall'])})"
+        f"; CPU rerun / alone {tok_cpu:.3f}"
+    )
+    if "cold_off" not in by:  # --only tokenizer
+        pairs = ", ".join(
+            f"{one('tokenizer', i).wall_s / one('tokenize_only', i).wall_s:.3f}" for i in rounds
+        )
+        return [tok_line, f"rerun / alone by round: {pairs}",
+                f"foreign load, worst run: {load:.2f} cores"]  # fmt: skip
     cold_cpu = med([one("cold_on", i).cpu_s / one("cold_off", i).cpu_s for i in rounds])
     cold_wall = med([one("cold_on", i).wall_s / one("cold_off", i).wall_s for i in rounds])
-    tok = med([one("tokenizer", i).wall_s / one("tokenize_only", i).wall_s for i in rounds])
     thr = med([one("threshold", i).wall_s / one("cold_on", i).wall_s for i in rounds])
     sigs = {one("threshold", i).signatures for i in rounds}
     ran = {one("threshold", i).minhash_ran for i in rounds}
@@ -383,13 +437,6 @@ def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
     rebuilt = sum(one("touch", i).new_version for i in rounds)
     cache = med([float(one("cold_on", i).cache_bytes) for i in rounds])
     cache_disk = med([float(one("cold_on", i).cache_disk_bytes) for i in rounds])
-    load = max(r.foreign_load for r in runs if r.round >= 0)
-
-    def m(step: str, what: str) -> float:
-        return med([getattr(r, what) for r in by[step]])
-
-    def ok(met: bool) -> str:
-        return "ok" if met else "MISSED"
 
     without = "NO: both cold runs ran without the key, i.e. alike"
     lines = [
@@ -401,9 +448,7 @@ def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
         f"{ok(cold_cpu <= TARGETS['cold_cpu'])}); wall on / off {cold_wall:.3f}",
         f"cache on disk after the cold run: {cache / 1e6:.1f} MB ({cache_disk / 1e6:.1f} MB "
         f"allocated)",
-        f"tokenizer changed: rerun wall {m('tokenizer', 'wall_s'):.2f} s, tokenize alone on the "
-        f"post-PII data {m('tokenize_only', 'wall_s'):.2f} s; rerun / alone {tok:.3f} (median of "
-        f"rounds; target <= {TARGETS['tokenizer_wall']}: {ok(tok <= TARGETS['tokenizer_wall'])})",
+        tok_line,
         f"threshold changed: signatures computed {sig_text} (target 0: "
         f"{ok(no_signatures)}); rerun wall {m('threshold', 'wall_s'):.2f} s, "
         f"{thr:.3f}x the cold run's (median of rounds)",
@@ -424,6 +469,7 @@ def main() -> None:
     parser.add_argument("--patience", type=float, default=10.0, help="seconds to wait for it")
     parser.add_argument("--tree-label", help="what --tree is, when it is not a git checkout")
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--only", choices=["tokenizer"], help="measure one step alone")
     args = parser.parse_args()
 
     info = corpora.build(args.size)
@@ -437,10 +483,11 @@ def main() -> None:
         print("  (no output.cache in this tree: both cold runs leave the key out)", flush=True)
     differences = 0
     for rnd in range(args.rounds):
-        found, diffs = one_round(rnd, setup, args)
+        one = tokenizer_round if args.only == "tokenizer" else one_round
+        found, diffs = one(rnd, setup, args)
         runs += found
         differences += diffs
-    lines = verdict(runs, setup, hash_seconds(files))
+    lines = verdict(runs, setup, hash_seconds(files) if not args.only else 0.0)
     if differences:
         lines.append(f"BYTE COMPARISON FAILED: {differences} difference(s), see the log")
     else:
@@ -480,7 +527,7 @@ def write_results(
             f"{r.cache_bytes / 1e6:.1f} | {sigs} | {r.foreign_load:.2f} |"
         )
     save_results(
-        f"stage_cache-{args.size}",
+        f"stage_cache-{args.size}" + (f"-{args.only}" if args.only else ""),
         "Stage cache: cold cost and reruns (issue 17)",
         f"Corpus: {info.describe()}. Recipe: normalize, exact_dedup, minhash_dedup "
         "(threshold 0.8), pii, tokenize (Mistral 7B SentencePiece v1, `threads: 1`, packed "

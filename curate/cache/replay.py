@@ -680,3 +680,8 @@ def _quarantine_records(batch: pa.RecordBatch) -> list[QuarantineRecord]:
         out.append(QuarantineRecord(row["file"], row["line"], row["reason"], row["bytes"],
                                     fields, row["offset"]))  # fmt: skip
     return out
+
+
+def entry_batches(cache: StageCache, entry: Entry, name: str) -> Iterator[pa.RecordBatch]:
+    """The batches of one file of an entry, as a replay reads them (mapped, not copied)."""
+    return _batches(cache, entry, name)

@@ -22,7 +22,7 @@ from curate.engines.barrier_step import decide_once, split_completed
 from curate.engines.job import Job, JobResult, ProgressFn, no_progress
 from curate.engines.tasks import PassTask
 from curate.engines.work_meter import PassWatch
-from curate.staging.record import PartitionRecord
+from curate.staging.record import PartitionRecord, segment_rows
 
 
 class Engine(ABC):
@@ -119,7 +119,7 @@ class Engine(ABC):
 
 def _staged_rows(record: PartitionRecord) -> int:
     """Rows a partition staged for the next pass (each with its summary for the barrier)."""
-    return sum(int(seg["data"]["rows"]) for seg in record.files.segments)
+    return sum(segment_rows(seg) for seg in record.files.segments)
 
 
 def _work_totals(

@@ -28,6 +28,7 @@ from curate import input_watch
 from curate.cache.replay import Chunk, Keeper, PassKeys, Reuse, find
 from curate.cache.store import StageCache
 from curate.engines.segments import SegmentWriter
+from curate.engines.staged_rows import staged_rows
 from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
 from curate.io.batches import (
@@ -37,7 +38,6 @@ from curate.io.batches import (
     QuarantineRecord,
     order_column,
     quarantine_table,
-    with_partition,
 )
 from curate.io.partition_digest import partition_digest
 from curate.io.partitions import Partition
@@ -125,7 +125,10 @@ class PassTask:
 
 
 def _source_chunks(
-    task: PassTask, record: PartitionRecord, digest: str | None = None
+    task: PassTask,
+    record: PartitionRecord,
+    digest: str | None = None,
+    cache: StageCache | None = None,
 ) -> Iterator[tuple[pa.RecordBatch | None, list[QuarantineRecord]]]:
     """Chunks entering this pass, each batch with the hidden `_order` column, in a fixed order.
 
@@ -156,10 +159,9 @@ def _source_chunks(
         record.digest = digest or partition_digest(part)  # from the page cache just filled,
         input_watch.check(part.input)  # and what was read is the input as discovered, all of it
         return
-    for path in task.staging.staged_data(task.pass_index - 1, part.key):
-        for batch in read_stream(path).to_batches():
-            mark("reading")
-            yield with_partition(batch, part.index), []  # staged with the row alone
+    for batch in staged_rows(task.staging, task.pass_index - 1, part, cache):
+        mark("reading")
+        yield batch, []
 
 
 SourceChunk = tuple[pa.RecordBatch | None, list[QuarantineRecord], "Chunk | None"]
@@ -219,6 +221,9 @@ class PartitionRun:
                 task.staging, task.pass_index, self.part.key, run.shard_bytes, fsync=run.fsync
             )
             self.segments.segments = list(files.segments)
+            if task.pass_index > 0 and not task.maps:  # its rows: those it reads, less drops
+                self.record.rows_from = {"source": True}
+                self.segments.rows = False
 
     # -- the pass ---------------------------------------------------------------------
     def run(self) -> PartitionRecord:
@@ -295,6 +300,11 @@ class PartitionRun:
         if self.consumed == 0:  # a resumed partition keeps nothing: its entries would lack chunks
             self.keeper = Keeper(cache, keys, reuse, keep_input=True)
         self.record.cache_key = keys.end()
+        replayed = bool(self.maps) and reuse.stages == len(self.maps)
+        if self.segments is not None and replayed and self.consumed == 0:
+            # the last stage's entry holds the very rows to stage: they are not written again
+            self.record.rows_from = {"entry": reuse.maps[-1].key}
+            self.segments.rows = False
         if reuse.stages:
             assert reuse.input is not None
             if self.task.pass_index == 0:
@@ -306,7 +316,7 @@ class PartitionRun:
                 input_watch.check(self.part.input)
             return
         bases = reuse.bases(cache, self.part.index) if reuse.basis is not None else None
-        for batch, quarantined in _source_chunks(self.task, self.record, hashed):
+        for batch, quarantined in _source_chunks(self.task, self.record, hashed, cache):
             basis = next(bases, None) if bases is not None else None  # short: computed
             yield batch, quarantined, Chunk(None, [], 0, [], [], None, basis) if bases else None
         if self.task.pass_index == 0 and self.record.digest != keys.digest and self.keeper:
@@ -472,8 +482,8 @@ class PartitionRun:
         """Continue from this partition's checkpoint when every file it names is intact;
         returns the packers' carried rows, if any, for the shard output to restore."""
         state = resumable(self.task.staging, self.task.pass_index, self.part.key)
-        if state is None:
-            return None
+        if state is None or (state.record.rows_from or {}).get("entry"):
+            return None  # (a replay from the stage cache starts over: it costs little)
         packers = None
         if state.packer is not None and self.task.final and self.settings.packing is not None:
             packer = self.task.staging.packer(self.task.pass_index, self.part.key, state.flushes)

@@ -9,7 +9,9 @@
     tail-KKKK.arrow                final pass, packed: what K's short last row would hold
                                    (with a split: tail-KKKK-<split>.arrow), for the tail shard
     part-KKKK.attempts             Ray only: runs of partition K in this pass so far
-    data-KKKK-SSSSS.arrow          rows staged for the next pass, segment S
+    data-KKKK-SSSSS.arrow          rows staged for the next pass, segment S (none when the
+                                   record's rows_from says where they are already:
+                                   `curate.engines.staged_rows`)
     summary-KKKK-SSSSS.arrow       their summaries for this pass's barrier, segment S
     rejected-KKKK-NNNNN.arrow      rows a map stage removed, flush N
     rejected-KKKK-barrier.arrow    rows the previous pass's barrier removed

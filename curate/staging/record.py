@@ -39,7 +39,8 @@ class PartitionFiles:
 
     def listed(self) -> list[FileInfo]:
         files = [*self.shards, *self.rejected, *self.quarantine, *self.tails]
-        return files + [part for seg in self.segments for part in (seg["data"], seg["summary"])]
+        return files + [seg[name] for seg in self.segments for name in ("data", "summary")
+                        if name in seg]  # fmt: skip
 
     def intact(self, staging: Staging) -> bool:
         """Every file named is inside the staging folder (the run moves them into the version:
@@ -86,6 +87,7 @@ class PartitionRecord:
     seconds: float | None = None  # the pass's time; None until complete (a checkpoint's)
     cache_key: str | None = None  # the stage cache's key of the rows the pass ended with
     cache: dict[str, Any] | None = None  # what the pass took from the stage cache (`reused`)
+    rows_from: dict[str, Any] | None = None  # rows not staged: where they are (`staged_rows`)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -106,6 +108,7 @@ class PartitionRecord:
             "seconds": self.seconds,
             "cache_key": self.cache_key,
             "cache": self.cache,
+            "rows_from": self.rows_from,
         }
         return data | {key: value for key, value in optional.items() if value is not None}
 
@@ -127,7 +130,13 @@ class PartitionRecord:
             seconds=data.get("seconds"),
             cache_key=data.get("cache_key"),
             cache=data.get("cache"),
+            rows_from=data.get("rows_from"),
         )
+
+
+def segment_rows(segment: dict[str, Any]) -> int:
+    """Rows a staged segment holds for the next pass (written, or only referenced)."""
+    return int(segment["data"]["rows"] if "data" in segment else segment["rows"])
 
 
 @dataclass
