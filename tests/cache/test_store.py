@@ -354,7 +354,7 @@ def _spawn(args: list[str], env: dict[str, str] | None = None) -> subprocess.Pop
     )
 
 
-def _wait_for(path: Path, timeout: float = 30) -> None:
+def _wait_for(path: Path, timeout: float = 180) -> None:
     deadline = time.monotonic() + timeout
     while not path.exists():
         assert time.monotonic() < deadline, f"{path} never appeared"
@@ -392,8 +392,10 @@ from curate.cache.store import CacheSpec, StageCache
 cache = StageCache(CacheSpec(Path(sys.argv[1]), 10**9, fsync=False))
 with cache.using():
     entry = cache.get(sys.argv[2])
-    Path(sys.argv[3]).write_text("reading" if entry else "missing")
-    time.sleep(60)
+    ready = Path(sys.argv[3])
+    ready.with_suffix(".tmp").write_text("reading" if entry else "missing")
+    ready.with_suffix(".tmp").rename(ready)  # never seen half-written
+    time.sleep(900)  # killed by the test; a loaded machine may take minutes to get there
 """
 
 
