@@ -31,7 +31,9 @@ inserted before the others changes every old partition's exact_dedup decision) i
 from the basis its family alias leads to, when there is one: that entry is checked like any
 other (sizes and xxh3_128, its meta's `family` the key looked up, one row per id), its rows
 taken by document id for the documents the pass holds, and only the others computed
-(`Reuse.summary_basis`); the pass keeps the result under its own key as usual. The family
+(`Reuse.summary_basis`); the pass keeps the result under its own key as usual, unless no
+document was computed (the family entry holds every row: kept once, found the same way
+next time). The family
 key covers the partition's content and every stage before the barrier, so a document
 whose text changed is never given an old row (its partition's digest changed).
 """
@@ -451,6 +453,7 @@ class Keeper:
         self, cache: StageCache, pass_keys: PassKeys, reuse: Reuse, *, keep_input: bool
     ) -> None:
         self.cache = cache
+        self.reuse = reuse
         self.run = pass_keys.run
         self.chunks = 0
         self.input: _InputKeeper | None = None
@@ -482,6 +485,10 @@ class Keeper:
         return out
 
     def commit(self) -> None:
+        reuse = self.reuse
+        if self.basis is not None and reuse.family is not None and not reuse.docs_computed:
+            self.basis.abort()  # every row is its family entry's: kept once (found by family)
+            self.basis = None
         for keeper in self._all():
             keeper.commit(self.chunks, self.run)
         if self.alias is not None and self.basis is not None and self.basis.writer.landed:

@@ -75,6 +75,7 @@ def test_an_inserted_file_computes_only_its_own_documents_signatures(tmp_path: P
     reused = record["docs_reused"]
     shown = " ".join(render_summary(Version(second)).split())  # the summary says so too
     assert f"{reused:,}/{reused + len(new):,} documents" in shown
+    assert len(basis_entries(tmp_path)) == parts  # the old rows are not kept a second time
     assert_same_as_scratch(tmp_path, recipe(), second)
 
 
