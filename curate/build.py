@@ -34,6 +34,7 @@ from curate.dirfd import Folder, write_atomic
 from curate.engines.job import Job, JobResult, ProgressFn
 from curate.engines.tasks import RunSettings
 from curate.errors import CurateError
+from curate.examples.files import write_examples
 from curate.fingerprint import content_hash
 from curate.io.batches import FieldSpec
 from curate.io.digest_cache import DigestCache
@@ -324,6 +325,11 @@ class Build:
             if not any(s.split == name for s in shards):
                 shards.append(_empty_shard(out, job.settings.final_schema, name))
         side = _collect_side_outputs(result.records, job.staging, r)
+        examples = write_examples(
+            job.staging, result.records, [seg.barrier for seg in job.segments], stages,
+            r.examples_per_reason(), out, fsync=r.output.fsync,
+            file_mode=int(r.output.file_mode, 8),
+        )  # fmt: skip
         counts = accounting.count_documents(stages, result.records, tails)
         reconcile(counts)
         mark("publish")
@@ -349,6 +355,7 @@ class Build:
                 shards=shards,
                 rejected=side["rejected"],
                 quarantine=side["quarantine"],
+                examples=[FileRecord(**e) for e in examples],
                 statistics=statistics,
                 counts=counts,
                 tokens=accounting.total_tokens(shards),

@@ -135,13 +135,25 @@ def run(
 
 @main.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
+@click.option(
+    "--examples",
+    "selector",
+    metavar="STAGE[:REASON]",
+    help="Print the removed documents kept as examples for a stage (name or position), "
+    "or one of its reasons.",
+)
 @_user_errors
-def show(path: Path) -> None:
+def show(path: Path, selector: str | None) -> None:
     """Summarize a version (a version folder, or a dataset folder for its LATEST)."""
     from curate.summary import render_summary
     from curate.version import open as open_version
 
     version = open_version(path)
+    if selector is not None:
+        from curate.examples.show import render, select
+
+        click.echo(render(select(version.examples(), selector)))
+        return
     click.echo(repr(version))
     click.echo(render_summary(version))
 

@@ -200,6 +200,11 @@ class Manifest(_Model):
     shards: list[FileRecord]
     rejected: list[FileRecord]
     quarantine: list[FileRecord]
+    examples: list[FileRecord] = Field(
+        default_factory=list,
+        description="Removed documents kept as examples (`curate.examples.files`), per "
+        "stage; texts and ids through the recipe's pii stages.",
+    )
     statistics: StatisticsFile | None = Field(
         None,
         description="What each stage did in counts and fixed-bin histograms (absent: the "

@@ -32,6 +32,8 @@ from pydantic_core import PydanticCustomError
 from curate.cache.options import CacheOptions, as_options, cache_schema
 from curate.chat.spec import ChatInput
 from curate.errors import CurateError
+from curate.examples.options import ExamplesOptions, examples_schema
+from curate.examples.options import as_options as examples_options
 from curate.io.batches import TEXT
 from curate.output.splits import SplitSpec
 from curate.quarantine_limits import OnError, on_error_schema
@@ -70,6 +72,13 @@ class OutputSpec(_Strict):
         "per stage, documents, characters, lengths and tokens in fixed bins, and each "
         "stage's own figures); false leaves them out.",
     )
+    examples: ExamplesOptions = Field(
+        True,  # a boolean stands for the default count, or none
+        validate_default=True,
+        json_schema_extra=examples_schema,
+        description="Removed documents kept per stage and reason in each version's "
+        "examples/ (their text through the recipe's pii stage): true, false, or a mapping.",
+    )
     fsync: bool = Field(True, description="fsync shards and manifest before publishing.")
     check_space: bool = Field(True, description="Refuse to start when the disk looks too small.")
     file_mode: str = Field("0640", pattern=r"^0?[0-7]{3}$", description="Mode of files written.")
@@ -86,6 +95,11 @@ class OutputSpec(_Strict):
     @classmethod
     def _cache(cls, value: Any) -> Any:
         return as_options(value)
+
+    @field_validator("examples", mode="before")
+    @classmethod
+    def _examples(cls, value: Any) -> Any:
+        return examples_options(value)
 
 
 class EngineSpec(_Strict):
@@ -377,7 +391,12 @@ class Recipe(_Strict):
             chat=self.chat is not None,
             base_dir=str(self.base_dir),
             stats=self.output.stats,
+            examples=self.examples_per_reason(),
         )
+
+    def examples_per_reason(self) -> int:
+        """Removed documents a run keeps per stage and reason (`curate.examples.options`)."""
+        return self.output.examples.per_reason_for(spec.name for spec in self.stages)
 
     def resolved(self) -> dict[str, Any]:
         """The recipe with all defaults filled in, as JSON-ready data (recorded in the manifest)."""

@@ -56,7 +56,8 @@ def verify(folder: Path) -> list[str]:
         *([manifest.statistics] if manifest.statistics else []),
         *([manifest.card] if manifest.card is not None else []),
     ]
-    for record in [*manifest.shards, *manifest.rejected, *manifest.quarantine, *extra]:
+    records = [*manifest.shards, *manifest.rejected, *manifest.quarantine, *manifest.examples]
+    for record in [*records, *extra]:
         listed.add(record.path)
         problem = escape(folder, record.path)
         if problem is not None:  # a copy elsewhere with the right bytes must not pass

@@ -211,6 +211,16 @@ class Version:
         files = self._files("rejected")
         return _concat([read_stream(path) for _, path in files], REJECTED_SCHEMA)
 
+    def examples(self) -> pa.Table:
+        """Removed documents kept as examples, per stage and reason (`curate.examples.files`:
+        texts and ids through the recipe's pii stages; none when the recipe turned them off,
+        had no pii stage, or an older curate made the version)."""
+        from curate.examples.files import SCHEMA
+
+        self.check_files()
+        files = self._files("examples") if self.manifest.get("examples") else []
+        return _concat([read_stream(path) for _, path in files], SCHEMA)
+
     def quarantined(self) -> pa.Table:
         """Each unreadable record's file, line, reason and size (never its content)."""
         from curate.io.batches import QUARANTINE_SCHEMA

@@ -66,6 +66,8 @@ from curate.io.batches import (
 )
 from curate.phases import mark
 from curate.stages.base import REJECTED_SCHEMA, BarrierStage, StageCounts
+from curate.stages.examples import COLUMN as EXAMPLE
+from curate.stages.examples import with_examples
 
 log = logging.getLogger(__name__)
 
@@ -575,8 +577,11 @@ class _MapKeeper(_Keeper):
         if batch.num_rows:
             self.rows_file.write(local_orders(batch))
             self.rows[-1] = batch.num_rows
-        for table in removed:
-            for part in table.cast(REJECTED_SCHEMA).to_batches():
+        for table in removed:  # with the examples' text, when chosen (curate.examples)
+            schema = REJECTED_SCHEMA
+            if EXAMPLE in table.column_names:
+                schema = with_examples(REJECTED_SCHEMA)
+            for part in table.cast(schema).to_batches():
                 self.rejected_file.write(part)
                 self.rejected[-1] += 1
         self.counts[-1] = counts.to_dict()

@@ -56,6 +56,7 @@ from curate.stages.base import (
     StageCounts,
 )
 from curate.stages.chain import run_maps
+from curate.stages.examples import candidates, removed_rows
 from curate.staging.names import Staging
 from curate.staging.record import Checkpoint, PartitionRecord, resumable, write_json
 
@@ -427,8 +428,19 @@ class PartitionRun:
     def _flush_side_outputs(self) -> None:
         files, run = self.record.files, self.settings
         staging, k, p = self.task.staging, self.task.pass_index, self.part.key
+        if self.rejected:  # the few chosen as examples keep their text apart (curate.examples)
+            per_reason = max((m.context.examples for m in self.maps), default=0)
+            chosen = candidates(self.rejected, per_reason)
+            if chosen is not None:
+                path = staging.examples(k, p, self.flushes)
+                files.examples.append(
+                    write_table(path, chosen, fsync=run.fsync, relative_to=staging.root).to_dict()
+                )
+        table = None
         if self.rejected and run.write_rejected:
-            table = pa.concat_tables(self.rejected).cast(REJECTED_SCHEMA)
+            removed = [removed_rows(t).select(REJECTED_SCHEMA.names) for t in self.rejected]
+            table = pa.concat_tables(removed).cast(REJECTED_SCHEMA)
+        if table is not None and table.num_rows:
             path = staging.rejected(k, p, self.flushes)
             files.rejected.append(
                 write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()

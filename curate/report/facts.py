@@ -42,6 +42,7 @@ class Facts:
     quarantine: list[tuple[str, int]]  # (reason, records), commonest first
     statistics: dict[str, Any] | None = None
     labels: dict[int, str] = field(default_factory=dict)  # stage position -> its label
+    examples: list[dict[str, Any]] = field(default_factory=list)  # curate.examples.files rows
 
     @property
     def title(self) -> str:
@@ -75,6 +76,7 @@ def gather(version: Version) -> Facts:
         quarantine=_quarantine(version, stats) if counts["quarantined"] else [],
         statistics=stats,
         labels={s["position"]: stage_label(s) for s in m["stages"]},
+        examples=version.examples().to_pylist(),
     )
 
 

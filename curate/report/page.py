@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from curate.report import distributions, plots
+from curate.report import distributions, examples, plots
 from curate.report.facts import Facts, rules, tokenizer
 from curate.report.markup import details, esc, number, pairs, section, table
 from curate.sizes import format_size
@@ -32,6 +32,9 @@ def render(facts: Facts) -> str:
     removed = plots.removed([facts])
     if removed:
         parts.append(section("Removed, by stage and reason", removed, "removed"))
+    if facts.examples:
+        body = examples.render(facts.examples, facts.labels)
+        parts.append(section("Examples of what was removed", body, "examples"))
     parts.append(section("Stages", stages_table(m), "stages"))
     if facts.statistics:
         figures = distributions.one(facts.statistics, facts.labels, rules(m))

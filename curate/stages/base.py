@@ -65,6 +65,10 @@ class StageContext:
     """Collect statistics (recipe `output.stats`): the generic figures the engine measures
     and a stage's own `StageResult.stats`. Part of the stage's cache key, so an entry kept
     without statistics never serves a run that publishes them."""
+    examples: int = 0
+    """Removed documents kept as examples per reason (recipe `output.examples`; 0: none):
+    the engine attaches their text to the removed rows (`curate.stages.examples`). Part
+    of the cache key too: an entry kept without them never serves a run that shows them."""
 
 
 @dataclass
@@ -79,6 +83,10 @@ class StageResult:
     stats: Stats | None = None
     """Stage-specific statistics for this batch (`curate.stats`: integer sums, fixed-bin
     histograms), merged by the engine into the stage's; only when `context.stats`."""
+    examples: pa.Table | None = None
+    """Documents the stage changed, offered as examples of the change (pii: the values it
+    found, shown as their types), made by `curate.stages.examples.offer`; only when
+    `context.examples`."""
 
 
 @dataclass

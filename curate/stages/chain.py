@@ -18,6 +18,7 @@ from curate.errors import recipe_part
 from curate.phases import mark
 from curate.stage_params import StageParams
 from curate.stages.base import MapStage, Stage, StageContext, StageCounts
+from curate.stages.examples import attach
 
 
 class StageEntry(Protocol):
@@ -38,6 +39,7 @@ def build_stages(
     chat: bool,
     base_dir: str = ".",
     stats: bool = True,
+    examples: int = 0,
 ) -> list[Stage]:
     """The stages of a list, each told its position (and whether to collect statistics);
     an error building one names its entry (`stages[i]`) when raised inside a recipe's
@@ -46,8 +48,9 @@ def build_stages(
     for i, entry in enumerate(entries):
         with recipe_part("stages", i, entry.name):
             context = StageContext(
-                text_field=text_field, position=i, base_dir=base_dir, chat=chat, stats=stats
-            )
+                text_field=text_field, position=i, base_dir=base_dir, chat=chat, stats=stats,
+                examples=examples,
+            )  # fmt: skip
             stages.append(entry.stage_class(entry.params, context))
     return stages
 
@@ -73,7 +76,12 @@ def run_maps(
         c.changed += result.changed
         if result.removed is not None and result.removed.num_rows:
             c.removed.update(Counter(result.removed.column("reason").to_pylist()))
-            rejected.append(result.removed)
+            removed = result.removed
+            if stage.context.examples:  # the chosen few keep their text (curate.examples)
+                removed = attach(stage, batch, removed, stage.context.examples)
+            rejected.append(removed)
+        if result.examples is not None and result.examples.num_rows:
+            rejected.append(result.examples)  # travel with the removed rows, not counted
         if result.counters:  # a stage's own counts (StageResult.counters), summed
             c.counters.update(result.counters)
         c.observe(stage, batch, result)  # its statistics (curate.stats)

@@ -185,6 +185,22 @@ class Pii(MapStage[PiiParams]):
             return self.params.mask_char * len(value)
         return token(self._secret, entity, value, self.params.hash_digits)
 
+    def shown(self, texts: list[str | None]) -> list[str | None]:
+        """The texts with every value this stage would act on replaced by its type tag,
+        whatever the action (drop_document, mask and hash included): how examples show the
+        text of documents that never reached this stage (`curate.examples.privacy`)."""
+        from curate.pii.spans import final_spans, replace
+
+        if not hasattr(self, "_analysis"):
+            self.setup()
+        out: list[str | None] = []
+        for text in texts:
+            found = self._analysis.analyze(text)[0] if text else None
+            if text and found:
+                text = replace(text, final_spans(text, found), lambda s, _: f"<{s.entity}>")
+            out.append(text)
+        return out
+
     def process(self, batch: pa.RecordBatch) -> StageResult:
         from curate.pii import quiet
         from curate.pii.spans import final_spans, replace
@@ -265,6 +281,47 @@ class Pii(MapStage[PiiParams]):
             for row, hits in found_in.items():
                 per_row[row] = sum(len(spans) for _, spans in hits)
             stats.histogram("values_per_document", per_row, LOG2, "values")
+        examples = None
+        if self.context.examples and found_in:
+            examples = self._examples(batch, texts, rows, found_in, keep)
         return StageResult(
-            result, changed=changed, removed=removed, counters=dict(counters), stats=stats
-        )
+            result, changed=changed, removed=removed, counters=dict(counters), stats=stats,
+            examples=examples,
+        )  # fmt: skip
+
+    def _examples(
+        self,
+        batch: pa.RecordBatch,
+        texts: list[str | None],
+        rows: list[int],
+        found_in: dict[int, list[tuple[int, list[Any]]]],
+        keep: list[bool],
+    ) -> pa.Table | None:
+        """Documents changed (not dropped), offered as examples per entity type found
+        (`changed:<TYPE>`): the text with every value found shown as its type tag,
+        whatever the action, from just before the first value of that type."""
+        from curate.pii.spans import replace
+        from curate.stages.examples import around, offer
+
+        ids = batch.column(ID).to_pylist()
+        found = [
+            (ids[row], f"changed:{e}")
+            for row, hits in found_in.items()
+            if keep[row]
+            for e in sorted({s.entity for _, spans in hits for s in spans})
+        ]
+        row_of = {ids[row]: row for row in found_in}
+
+        def shown(doc: str, reason: str) -> tuple[str, int]:
+            row = row_of[doc]
+            hits = dict(found_in[row])
+            units = [k for k, r in enumerate(rows) if r == row]
+            parts = [
+                replace(texts[k] or "", hits[k], lambda s, _: f"<{s.entity}>")
+                if k in hits else texts[k] or ""
+                for k in units
+            ]  # fmt: skip
+            whole = sum(len(texts[k] or "") for k in units)
+            return around("\n\n".join(parts), f"<{reason.removeprefix('changed:')}>"), whole
+
+        return offer(self, found, shown, self.context.examples)

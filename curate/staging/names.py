@@ -16,6 +16,7 @@
     rejected-KKKK-NNNNN.arrow      rows a map stage removed, flush N
     rejected-KKKK-barrier.arrow    rows the previous pass's barrier removed
     quarantine-KKKK-NNNNN.arrow    records that could not be read, flush N
+    examples-KKKK-NNNNN.arrow      removed documents chosen as examples, text and all, flush N
     decision.json                  the barrier decided (what it reported); a rerun skips it
     decision-KKKK.arrow            the ids the barrier drops from partition K (read by pass k+1)
     collective/                    the local engine's spill while deciding (Ray's: collective-*)
@@ -96,6 +97,10 @@ class Staging:
 
     def barrier_rejected(self, k: int, partition: str) -> Path:
         return self.pass_dir(k) / f"rejected-{partition}-barrier.arrow"
+
+    def examples(self, k: int, partition: str, flush: int) -> Path:
+        """The removed documents a map stage's rows chose as examples (`curate.examples`)."""
+        return self.pass_dir(k) / f"examples-{partition}-{flush:05d}.arrow"
 
     def quarantine(self, k: int, partition: str, flush: int) -> Path:
         return self.pass_dir(k) / f"quarantine-{partition}-{flush:05d}.arrow"

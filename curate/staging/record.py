@@ -36,9 +36,10 @@ class PartitionFiles:
     rejected: list[FileInfo] = field(default_factory=list)
     quarantine: list[FileInfo] = field(default_factory=list)
     tails: list[FileInfo] = field(default_factory=list)  # packed: the final pass's tail files
+    examples: list[FileInfo] = field(default_factory=list)  # chosen removed documents' text
 
     def listed(self) -> list[FileInfo]:
-        files = [*self.shards, *self.rejected, *self.quarantine, *self.tails]
+        files = [*self.shards, *self.rejected, *self.quarantine, *self.tails, *self.examples]
         return files + [seg[name] for seg in self.segments for name in ("data", "summary")
                         if name in seg]  # fmt: skip
 
@@ -58,13 +59,14 @@ class PartitionFiles:
             "rejected": self.rejected,
             "quarantine": self.quarantine,
         }
-        return data | {"tails": self.tails} if self.tails else data
+        optional = {"tails": self.tails, "examples": self.examples}
+        return data | {key: value for key, value in optional.items() if value}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PartitionFiles:
         return cls(
             data["shards"], data["segments"], data["rejected"], data["quarantine"],
-            data.get("tails", []),
+            data.get("tails", []), data.get("examples", []),
         )  # fmt: skip
 
 

@@ -76,6 +76,7 @@ def sample_recipe(folder: Path, kind: str) -> Path:
     recipe = yaml.safe_load((REPO / "recipes" / "sample.yaml").read_text())
     recipe["partition_size"] = "32KB"
     recipe["output"].update(root=f"../out-{kind}", fsync=False)
+    recipe["output"]["examples"] = {"without_pii": True}  # examples, compared too (no pii stage)
     recipe["engine"] = {"kind": kind, "workers": 2}
     tokenize = [s["tokenize"] for s in recipe["stages"] if "tokenize" in s]
     if tokenize:  # packing runs in the shard writer: cover it too
@@ -98,8 +99,9 @@ def test_sample_recipe_is_byte_identical_on_ray(ray_cluster: None, tmp_path: Pat
     assert on_ray.manifest["engine"]["kind"] == "ray"
     assert sum(i["partitions"] for i in local.manifest["inputs"]) >= 6
     assert local.manifest["packing"]["tail_shards"] == ["shards/tail-00000.arrow"]  # compared too
-    for key in ("shards", "rejected", "quarantine"):
+    for key in ("shards", "rejected", "quarantine", "examples"):
         assert files(on_ray, key) == files(local, key)
+    assert len(local.manifest["examples"]) >= 3  # filters' and barriers' examples
     assert comparable(on_ray.manifest) == comparable(local.manifest)
     barriers = [s for s in local.manifest["stages"] if s["kind"] == "barrier"]
     assert barriers and all(s["removed"] for s in barriers)  # the decisions did something

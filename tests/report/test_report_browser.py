@@ -154,10 +154,38 @@ def check(page_file: Path, browser: Any, versions: list[Any]) -> None:
         assert "documents after each step" in shown  # the plots' text is rendered text
         for value in PLANTED:
             assert value not in shown and value.lower() not in shown.lower(), value
+        if len(versions) == 1:
+            open_examples(page, versions[0])
         page.screenshot(path=str(page_file.with_suffix(".png")), full_page=True)
     finally:
         page.context.close()
     assert page_file.with_suffix(".png").stat().st_size > 10_000
+
+
+def open_examples(page: Any, version: Any) -> None:
+    """Each group of examples starts closed; opened by a click on its summary, it shows one
+    box per example the version keeps, and still no planted value."""
+    rows = version.examples().to_pylist()
+    assert rows  # the planted corpus removes documents before and at pii
+    groups = page.locator("details.examples")
+    expected = {}
+    for r in rows:
+        expected[(str(r["position"]), r["reason"])] = (
+            expected.get((str(r["position"]), r["reason"]), 0) + 1
+        )
+    assert groups.count() == len(expected)
+    for i in range(groups.count()):
+        group = groups.nth(i)
+        assert group.locator("div.example").first.is_visible() is False
+        group.locator("summary").click()
+        key = (group.get_attribute("data-stage"), group.get_attribute("data-reason"))
+        boxes = group.locator("div.example")
+        assert boxes.count() == expected[key], key
+        assert all(boxes.nth(k).is_visible() for k in range(boxes.count())), key
+    shown = visible_strings(page)
+    assert "&lt;" not in shown and "<EMAIL_ADDRESS>" in shown  # the placeholders, as text
+    for value in PLANTED:
+        assert value not in shown and value.lower() not in shown.lower(), value
 
 
 def test_report_in_chromium(planted_versions, browser, tmp_path: Path) -> None:

@@ -1,0 +1,93 @@
+"""A barrier's examples: documents it removed, each with the document it kept instead.
+
+Both texts exist in the rows the barrier decided on, which the pass before it staged
+(`data-KKKK-SSSSS.arrow`, kept until publish), and the decision files say who went, why,
+which document each one duplicated and how similar they were. So at publish the choice is
+made from every partition's decision (smallest id hashes per reason) and the texts are
+fetched from the staged rows: nothing runs in the passes, nothing is read from the inputs,
+and a rerun that took the decision or the rows from the stage cache stages the same rows
+and decision files, so it finds the same examples.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.errors import CurateError
+from curate.io.batches import ID
+from curate.output.shards import read_stream
+from curate.stages.base import REJECTED_SCHEMA, BarrierStage
+from curate.stages.examples import CANDIDATES, choose, clip, id_hash
+from curate.staging.names import Staging
+from curate.staging.record import PartitionRecord
+
+
+def barrier_candidates(
+    staging: Staging,
+    k: int,
+    records: list[PartitionRecord],
+    barrier: BarrierStage,
+    per_reason: int,
+) -> pa.Table | None:
+    """The examples of the barrier ending pass `k` (`records`: that pass's, one per
+    partition), text not yet through PII; None when it removed nothing."""
+    decisions = [staging.decision(k, r.partition) for r in records]
+    parts = [read_stream(p).select(REJECTED_SCHEMA.names) for p in decisions if p.is_file()]
+    if not parts:
+        return None
+    decided = pa.concat_tables(parts).cast(REJECTED_SCHEMA)
+    if decided.num_rows == 0:
+        return None
+    ids = decided.column(ID).to_pylist()
+    table = pa.table(
+        {
+            "position": pa.array([barrier.context.position] * len(ids), pa.int32()),
+            "stage": decided.column("stage"),
+            "reason": decided.column("reason"),
+            "id": decided.column(ID),
+            "hash": pa.array([id_hash(i) for i in ids], pa.uint64()),
+            "text": pa.nulls(len(ids), pa.string()),
+            "characters": pa.nulls(len(ids), pa.int64()),
+            "kept_id": decided.column("duplicate_of"),
+            "kept_text": pa.nulls(len(ids), pa.string()),
+            "similarity": decided.column("similarity"),
+        },
+        schema=CANDIDATES,
+    )
+    chosen = choose(table, per_reason)
+    wanted = chosen.column(ID).to_pylist()
+    kept = chosen.column("kept_id").to_pylist()
+    texts = _texts(staging, records, barrier, {*wanted, *(i for i in kept if i is not None)})
+    columns = {name: chosen.column(name) for name in CANDIDATES.names}
+    columns["text"] = pa.array(
+        [clip(texts[i][0]) if i in texts else None for i in wanted], pa.string()
+    )
+    lengths = [texts[i][1] if i in texts else None for i in wanted]
+    columns["characters"] = pa.array(lengths, pa.int64())
+    columns["kept_text"] = pa.array(
+        [clip(texts[i][0]) if i in texts else None for i in kept], pa.string()
+    )
+    return pa.table(columns, schema=CANDIDATES)
+
+
+def _texts(
+    staging: Staging, records: list[PartitionRecord], barrier: BarrierStage, ids: set[str]
+) -> dict[str, tuple[str | None, int]]:
+    """The text (and its length) of each of `ids` in the rows pass k staged for the barrier,
+    read from the files the partitions' records name."""
+    found: dict[str, tuple[str | None, int]] = {}
+    value_set = pa.array(sorted(ids), pa.string())
+    for record in records:
+        for segment in record.files.segments:
+            path = staging.resolve(segment["data"]["path"])
+            if path is None:  # a completed record names files of the staging folder only
+                raise CurateError(f"{staging.root}: a record names {segment['data']['path']!r}")
+            for batch in read_stream(path).to_batches():
+                hit = batch.filter(pc.is_in(batch.column(ID), value_set=value_set))
+                if hit.num_rows == 0:
+                    continue
+                texts = barrier.document_texts(hit).to_pylist()
+                for i, text in zip(hit.column(ID).to_pylist(), texts, strict=True):
+                    found[i] = (text, len(text) if text is not None else 0)
+    return found
