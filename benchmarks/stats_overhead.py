@@ -13,7 +13,8 @@ recipes/pretrain-sample.yaml's (the published defaults would leave the stages af
 almost nothing of man pages and code), 2 workers, Arrow pools and RAYON_NUM_THREADS pinned to 1,
 the stage cache off in both runs (so neither pays for keeping entries).
 
-Each round runs the recipe with `output.stats: true` (the default) and with `false`, each
+Each round runs the recipe with `output.stats` and `output.examples` true (the defaults:
+statistics, and removed documents kept as examples through PII) and with both `false`, each
 in a fresh root, in alternating order, under benchmarks/reaper.py (CPU seconds of the
 whole process tree), at nice -10 after waiting up to --patience seconds for at most
 --max-load cores of other load. The two versions' shards must be the same bytes, the run
@@ -87,7 +88,7 @@ def recipe(files: list[Path], root: Path, stats: bool) -> dict[str, Any]:
             {"pii": {}},
             {"tokenize": tokenize},
         ],
-        "output": {"root": str(root), "cache": False, "stats": stats},
+        "output": {"root": str(root), "cache": False, "stats": stats, "examples": stats},
         "engine": {"kind": "local", "workers": 2},
     }
 

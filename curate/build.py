@@ -325,11 +325,14 @@ class Build:
             if not any(s.split == name for s in shards):
                 shards.append(_empty_shard(out, job.settings.final_schema, name))
         side = _collect_side_outputs(result.records, job.staging, r)
+        t_examples = time.perf_counter()
         examples = write_examples(
-            job.staging, result.records, [seg.barrier for seg in job.segments], stages,
-            r.examples_per_reason(), out, fsync=r.output.fsync,
+            job.staging, result.records, job.partitions, [seg.barrier for seg in job.segments],
+            stages, r.examples_per_reason(), out, fsync=r.output.fsync,
             file_mode=int(r.output.file_mode, 8),
+            cache=job.cache.spec if job.cache is not None else None,
         )  # fmt: skip
+        timings = {**timings, "examples": round(time.perf_counter() - t_examples, 4)}
         counts = accounting.count_documents(stages, result.records, tails)
         reconcile(counts)
         mark("publish")

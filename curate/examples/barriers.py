@@ -1,7 +1,8 @@
 """A barrier's examples: documents it removed, each with the document it kept instead.
 
-Both texts exist in the rows the barrier decided on, which the pass before it staged
-(`data-KKKK-SSSSS.arrow`, kept until publish), and the decision files say who went, why,
+Both texts exist in the rows the barrier decided on, which the pass before it handed on
+(staged, or kept in the stage cache: `curate.engines.staged_rows` reads either, and both
+last until publish), and the decision files say who went, why,
 which document each one duplicated and how similar they were. So at publish the choice is
 made from every partition's decision (smallest id hashes per reason) and the texts are
 fetched from the staged rows: nothing runs in the passes, nothing is read from the inputs,
@@ -14,25 +15,27 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.errors import CurateError
+from curate.cache.store import StageCache
+from curate.engines.staged_rows import staged_rows
 from curate.io.batches import ID
+from curate.io.partitions import Partition
 from curate.output.shards import read_stream
 from curate.stages.base import REJECTED_SCHEMA, BarrierStage
 from curate.stages.examples import CANDIDATES, choose, clip, id_hash
 from curate.staging.names import Staging
-from curate.staging.record import PartitionRecord
 
 
 def barrier_candidates(
     staging: Staging,
     k: int,
-    records: list[PartitionRecord],
+    partitions: list[Partition],
     barrier: BarrierStage,
     per_reason: int,
+    cache: StageCache | None,
 ) -> pa.Table | None:
-    """The examples of the barrier ending pass `k` (`records`: that pass's, one per
-    partition), text not yet through PII; None when it removed nothing."""
-    decisions = [staging.decision(k, r.partition) for r in records]
+    """The examples of the barrier ending pass `k`, text not yet through PII; None when
+    it removed nothing. `cache`: the stage cache, held, when the run has one."""
+    decisions = [staging.decision(k, part.key) for part in partitions]
     parts = [read_stream(p).select(REJECTED_SCHEMA.names) for p in decisions if p.is_file()]
     if not parts:
         return None
@@ -58,7 +61,8 @@ def barrier_candidates(
     chosen = choose(table, per_reason)
     wanted = chosen.column(ID).to_pylist()
     kept = chosen.column("kept_id").to_pylist()
-    texts = _texts(staging, records, barrier, {*wanted, *(i for i in kept if i is not None)})
+    needed = {*wanted, *(i for i in kept if i is not None)}
+    texts = _texts(staging, k, partitions, barrier, needed, cache)
     columns = {name: chosen.column(name) for name in CANDIDATES.names}
     columns["text"] = pa.array(
         [clip(texts[i][0]) if i in texts else None for i in wanted], pa.string()
@@ -72,22 +76,23 @@ def barrier_candidates(
 
 
 def _texts(
-    staging: Staging, records: list[PartitionRecord], barrier: BarrierStage, ids: set[str]
+    staging: Staging,
+    k: int,
+    partitions: list[Partition],
+    barrier: BarrierStage,
+    ids: set[str],
+    cache: StageCache | None,
 ) -> dict[str, tuple[str | None, int]]:
-    """The text (and its length) of each of `ids` in the rows pass k staged for the barrier,
-    read from the files the partitions' records name."""
+    """The text (and its length) of each of `ids` in the rows pass k handed the barrier,
+    wherever they are kept (`curate.engines.staged_rows`: staged, or a stage cache entry)."""
     found: dict[str, tuple[str | None, int]] = {}
     value_set = pa.array(sorted(ids), pa.string())
-    for record in records:
-        for segment in record.files.segments:
-            path = staging.resolve(segment["data"]["path"])
-            if path is None:  # a completed record names files of the staging folder only
-                raise CurateError(f"{staging.root}: a record names {segment['data']['path']!r}")
-            for batch in read_stream(path).to_batches():
-                hit = batch.filter(pc.is_in(batch.column(ID), value_set=value_set))
-                if hit.num_rows == 0:
-                    continue
-                texts = barrier.document_texts(hit).to_pylist()
-                for i, text in zip(hit.column(ID).to_pylist(), texts, strict=True):
-                    found[i] = (text, len(text) if text is not None else 0)
+    for part in partitions:
+        for batch in staged_rows(staging, k, part, cache):
+            hit = batch.filter(pc.is_in(batch.column(ID), value_set=value_set))
+            if hit.num_rows == 0:
+                continue
+            texts = barrier.document_texts(hit).to_pylist()
+            for i, text in zip(hit.column(ID).to_pylist(), texts, strict=True):
+                found[i] = (text, len(text) if text is not None else 0)
     return found

@@ -18,14 +18,17 @@ reason, then by the hash that chose them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from curate.cache.store import CacheSpec, StageCache
 from curate.errors import CurateError
 from curate.examples.barriers import barrier_candidates
 from curate.examples.privacy import Redactor
+from curate.io.partitions import Partition
 from curate.output.shards import read_stream, write_table
 from curate.stages.base import BarrierStage, Stage
 from curate.stages.examples import CANDIDATES, choose, key_of
@@ -58,25 +61,30 @@ def file_name(position: int, stage: str) -> str:
 def write_examples(
     staging: Staging,
     records: list[list[PartitionRecord]],
+    partitions: list[Partition],
     barriers: Sequence[BarrierStage | None],
     stages: Sequence[Stage],
     per_reason: int,
     out: Path,
     *,
+    cache: CacheSpec | None = None,
     fsync: bool = True,
     file_mode: int = 0o640,
 ) -> list[dict[str, object]]:
     """Write the version's examples into `out` (the version being built); their file
     records (path relative to `out`, rows, bytes, sha256), in stage order. `barriers`
-    holds the barrier ending each pass (None for the last)."""
+    holds the barrier ending each pass (None for the last); `cache`, the run's stage
+    cache, where a pass may have left the rows a barrier saw."""
     if per_reason <= 0:
         return []
     parts = [_staged(staging, f["path"]) for rs in records for r in rs for f in r.files.examples]
-    for k, barrier in enumerate(barriers):
-        if barrier is not None and k + 1 < len(records):
-            found = barrier_candidates(staging, k, records[k], barrier, per_reason)
-            if found is not None:
-                parts.append(found)
+    with ExitStack() as stack:
+        held = stack.enter_context(StageCache(cache).using()) if cache is not None else None
+        for k, barrier in enumerate(barriers):
+            if barrier is not None and k + 1 < len(records):
+                found = barrier_candidates(staging, k, partitions, barrier, per_reason, held)
+                if found is not None:
+                    parts.append(found)
     if not parts:
         return []
     chosen = choose(pa.concat_tables(parts), per_reason)

@@ -1,7 +1,7 @@
 """The dataset card (curate.output.card): README.md in every version, in the Hugging Face layout.
 
 `datasets` reads its configs offline and gets exactly the rows `load_from_disk` gives, for a
-plain and a split version, never taking rejected or quarantine files for data; it is listed
+plain and a split version, never taking rejected, quarantine or examples files for data; it is listed
 in the manifest and verified like a shard; it holds no value the inputs planted, and is the
 same bytes whatever the worker count.
 """
@@ -38,7 +38,9 @@ def build(folder: Path, **overrides: Any) -> Path:
         with open(folder / "data" / "b.jsonl", "a", encoding="utf-8") as f:
             f.write('{"id": "broken", "text": \n')  # one unreadable record: a quarantine file
     recipe = write_recipe(
-        folder, partition_size="2KB", output={"root": "out", "fsync": False, "shard_size": "2KB"},
+        folder, partition_size="2KB",
+        output={"root": "out", "fsync": False, "shard_size": "2KB",
+                "examples": {"without_pii": True}},  # examples/*.arrow: not data either
         **overrides,
     )  # fmt: skip
     version = curate.run(recipe)
@@ -99,7 +101,8 @@ def test_datasets_reads_the_card_s_configs_as_load_from_disk_reads_the_version(
 ) -> None:
     version = build(tmp_path, stages=[{"exact_dedup": {}}], split=split)
     m = json.loads((version / "manifest.json").read_text())
-    assert m["rejected"] and m["quarantine"]  # files a glob over *.arrow would take for data
+    assert m["rejected"] and m["quarantine"] and m["examples"]  # files a glob over *.arrow
+    # would take for data
     loaded = load_both(version, tmp_path / "hf")
     names = ["train", "validation", "test"] if split else ["train"]
     assert list(loaded["card"]) == list(loaded["disk"]) == names
