@@ -72,17 +72,17 @@ def test_blocks_are_seeded_sharded_and_resumable(built: Path) -> None:
     assert len(set().union(*map(set, ranks))) == 3 * (n // 3)
     rank1 = tokens.blocks(16, seed=7, rank=1, world_size=3)
     full = [tuple(b) for b in rank1]
-    resumed = tokens.blocks(16, seed=7, rank=1, world_size=3, start=5)
+    resumed = tokens.blocks(16, seed=7, rank=1, world_size=3, position=5 * 3)  # global
     assert [tuple(b) for b in resumed] == full[5:]
-    assert list(tokens.blocks(16, seed=7, rank=1, world_size=3, start=len(full))) == []
-    with pytest.raises(CurateError, match=f"outside this rank's {len(full)} blocks"):
-        tokens.blocks(16, seed=7, rank=1, world_size=3, start=len(full) + 1)
+    assert list(tokens.blocks(16, seed=7, rank=1, world_size=3, position=n)) == []
+    with pytest.raises(CurateError, match=f"position {n + 1} is outside the stream of {n}"):
+        tokens.blocks(16, seed=7, rank=1, world_size=3, position=n + 1)
     it = tokens.blocks(16, seed=7)
     head = [next(iter(it)) for _ in range(4)]
     state = it.state_dict()
     fresh = tokens.blocks(16, seed=7)
     fresh.load_state_dict(state)
-    assert state["position"] == 4 and [tuple(b) for b in fresh] == [tuple(b) for b in seen][4:]
+    assert state["consumed"] == 4 and [tuple(b) for b in fresh] == [tuple(b) for b in seen][4:]
     assert [tuple(b) for b in head] == [tuple(b) for b in seen][:4]
 
 
@@ -121,7 +121,7 @@ def test_works_as_a_torch_iterable_dataset(built: Path) -> None:
     from torch.utils.data import DataLoader, IterableDataset
 
     tokens = open_tokens(built / "plain")
-    blocks = tokens.blocks(16, seed=7, start=2)
+    blocks = tokens.blocks(16, seed=7, position=2)
     assert isinstance(blocks, IterableDataset)
     plain = [tuple(b) for b in tokens.blocks(16, seed=7)][2:]
     for workers in (0, 2):

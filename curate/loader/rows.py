@@ -3,12 +3,13 @@
 Packed fine-tuning rows (`chat_template` with `pack`) each hold several conversations and
 their own boundaries (`position_ids`, `cu_seqlens`), so a trainer reads rows, never
 fixed-length windows of a token stream. `Tokens.rows()` gives them in the order
-`blocks()` uses (seeded by seed and epoch, every rank the same number, resumable at a
-sample; the logic is `TokenBlocks`'), each row a dict of numpy views of the
-memory-mapped shards in their stored types: uint16/uint32 ids, int32 labels and
-positions, nothing widened or copied. Under torch the DataLoader gets writable copies;
-rows are ragged, so give it a `collate_fn` (concatenating rows into one padding-free
-sequence, as `DataCollatorWithFlattening` does, is safe: each row starts a conversation).
+`blocks()` uses (the global stream of `curate.loader.stream`: ranks stride through it and
+resume where all ranks together stopped; the logic is `TokenBlocks`'), each row a dict
+of numpy views of the memory-mapped shards in their stored types: uint16/uint32 ids,
+int32 labels and positions, nothing widened or copied. Under torch the DataLoader gets
+writable copies; rows are ragged, so give it a `collate_fn` (concatenating rows into one
+padding-free sequence, as `DataCollatorWithFlattening` does, is safe: each row starts a
+conversation).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.loader.blocks import TokenBlocks
-from curate.loader.torch_dataset import torch_class
+from curate.loader.stream import SampleOrder
 
 
 class ListColumn:
@@ -63,11 +64,13 @@ class Rows(TokenBlocks):
         shuffle: bool,
         rank: int,
         world_size: int,
-        start: int,
+        position: int = 0,
         dtype: np.dtype[Any] | None = None,
+        epochs: int | None = 1,
+        order: SampleOrder | None = None,
     ) -> None:
         super().__init__([], np.zeros(1, np.int64), None, n_rows, 0, seed, epoch, shuffle,
-                         rank, world_size, start, dtype)  # fmt: skip
+                         rank, world_size, position, dtype, epochs, order)  # fmt: skip
         self._columns = columns
 
     def _read(self, block: int) -> Any:
@@ -81,12 +84,3 @@ class Rows(TokenBlocks):
     @staticmethod
     def _own(block: Any) -> Any:
         return {name: TokenBlocks._own(values) for name, values in block.items()}
-
-    def torch(self, batch_size: int = 1) -> Any:
-        """The same rows as a `torch.utils.data.IterableDataset` (imports torch); give the
-        DataLoader's batch_size so that several workers keep the order exact."""
-        cls = torch_class(Rows)
-        out = cls(self._columns, self.n_blocks, self.seed, self.epoch, self.shuffle, self.rank,
-                  self.world_size, self.position, self.dtype)  # fmt: skip
-        out.batch_size = batch_size
-        return out

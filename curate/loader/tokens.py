@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.errors import CurateError
-from curate.loader.blocks import TokenBlocks
+from curate.loader.blocks import TokenBlocks, refuse_start
 from curate.loader.dtypes import output_dtype
 from curate.loader.rows import Rows, list_columns, views
 from curate.loader.torch_dataset import torch_class
@@ -178,10 +178,12 @@ class Tokens:
         shuffle: bool = True,
         rank: int = 0,
         world_size: int = 1,
-        start: int = 0,
+        position: int = 0,
+        epochs: int | None = 1,
         dtype: Any = None,
+        start: int | None = None,
     ) -> Rows:
-        """Whole rows for rank `rank` of `world_size`, from its sample `start` on, in the
+        """Whole rows for rank `rank` of `world_size`, from global `position` on, in the
         order `blocks()` uses: each a dict of numpy views in stored types (default: every
         numeric list column; packed conversations: ids, labels or loss_mask, position_ids,
         cu_seqlens). The way to read packed fine-tuning rows across ranks, resumably.
@@ -191,13 +193,14 @@ class Tokens:
 
         if not 0 <= rank < world_size:
             raise CurateError(f"rows(): rank {rank} is not in 0..{world_size - 1}")
+        refuse_start(start, world_size)
         names = columns or list_columns(self.table.schema)
         schema = self.table.schema
         stored = [np.dtype(schema.field(n).type.value_type.to_pandas_dtype()) for n in names]
         out = output_dtype(dtype, stored)
         cls: type[Rows] = torch_class(Rows) if "torch" in sys.modules else Rows
         return cls(views(self.table, names), self.table.num_rows, seed, epoch, shuffle, rank,
-                   world_size, start, dtype=out)  # fmt: skip
+                   world_size, position, dtype=out, epochs=epochs)  # fmt: skip
 
     def blocks(
         self,
@@ -208,10 +211,14 @@ class Tokens:
         shuffle: bool = True,
         rank: int = 0,
         world_size: int = 1,
-        start: int = 0,
+        position: int = 0,
+        epochs: int | None = 1,
         dtype: Any = None,
+        start: int | None = None,
     ) -> TokenBlocks:
-        """Fixed-length blocks for rank `rank` of `world_size`, from its sample `start` on.
+        """Fixed-length blocks for rank `rank` of `world_size`: every `world_size`-th sample
+        of the global stream (`epochs` seeded permutations of the blocks, None: endless)
+        from `position`, the samples all ranks together have consumed (`state_dict()`).
 
         Blocks are views of the memory-mapped shards in the stored type (uint16 or uint32)
         unless `dtype` is given (a numpy or torch type, or its name): `torch.int64` (or
@@ -232,6 +239,7 @@ class Tokens:
             raise CurateError("blocks(): give seq_len (this version is not packed)")
         if not 0 <= rank < world_size:
             raise CurateError(f"blocks(): rank {rank} is not in 0..{world_size - 1}")
+        refuse_start(start, world_size)
         out = output_dtype(dtype, [self.dtype])
         views, starts = self._chunks
         if self.pack.get("seq_len") == seq_len:
@@ -246,4 +254,4 @@ class Tokens:
         if "torch" in sys.modules:  # the trainer uses torch: be its IterableDataset
             cls = torch_class(TokenBlocks)
         return cls(views, starts, block_starts, n, seq_len, seed, epoch, shuffle, rank, world_size,
-                   start, dtype=out)  # fmt: skip
+                   position, dtype=out, epochs=epochs)  # fmt: skip

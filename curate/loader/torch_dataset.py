@@ -22,6 +22,8 @@ def torch_class(base: type[B]) -> type[B]:
     found = _TORCH_CLASSES.get(base)
     if found is not None:
         return found
+    if base in _TORCH_CLASSES.values():  # already a torch one
+        return base
     from torch.utils.data import IterableDataset, get_worker_info
 
     class TorchTokenBlocks(base, IterableDataset):  # type: ignore[valid-type,misc]
@@ -32,13 +34,7 @@ def torch_class(base: type[B]) -> type[B]:
                 for block in base.__iter__(self):
                     yield self._own(block)
                 return
-            # DataLoader takes one batch from each worker in turn: worker w yields the
-            # w-th of every num_workers batches, so the main process still sees samples
-            # position, position+1, ... in order (given the DataLoader's batch_size).
-            b, w = self.batch_size, info.num_workers
-            for first in range(self.position + info.id * b, len(self), w * b):
-                for k in range(first, min(first + b, len(self))):
-                    yield self._own(self[k])
+            yield from self.worker_share(info.id, info.num_workers)
 
     TorchTokenBlocks.__name__ = TorchTokenBlocks.__qualname__ = f"Torch{base.__name__}"
     _TORCH_CLASSES[base] = TorchTokenBlocks

@@ -144,7 +144,8 @@ def test_loader_rows_are_views_split_among_ranks_and_resumable(data: Path) -> No
     assert len(set(seen)) == len(seen) == table.num_rows // world * world
     rows = tokens.rows(seed=3, rank=1, world_size=world)
     assert [tuple(r["labels"]) for r in rows.torch()][2:] == [
-        tuple(r["labels"]) for r in tokens.rows(seed=3, rank=1, world_size=world, start=2)
+        tuple(r["labels"])
+        for r in tokens.rows(seed=3, rank=1, world_size=world, position=2 * world)
     ]
 
     def flatten(batch: list[dict[str, np.ndarray]]) -> dict[str, Any]:
