@@ -15,8 +15,9 @@ __all__ = ["CurateError", "Pipeline", "Recipe", "Version", "open", "prepare", "r
 if TYPE_CHECKING:
     from curate.errors import CurateError
     from curate.pipeline import Pipeline
+    from curate.prepare_any import prepare
     from curate.recipe import Recipe
-    from curate.runner import prepare, run
+    from curate.runner import run
     from curate.version import Version, open
 
 _LAZY = {
@@ -25,7 +26,7 @@ _LAZY = {
     "Recipe": "curate.recipe",
     "Version": "curate.version",
     "open": "curate.version",
-    "prepare": "curate.runner",
+    "prepare": "curate.prepare_any",
     "run": "curate.runner",
 }
 

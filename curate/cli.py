@@ -207,6 +207,25 @@ def export(version: Path, to: str, out: Path, dtype: str) -> None:
 
 
 @main.command()
+@click.argument("mixture", type=click.Path(path_type=Path))
+@_user_errors
+def mix(mixture: Path) -> None:
+    """Publish the mixture version MIXTURE (a mixture.yaml) describes: its sources' shards
+    hard-linked, an index of their samples interleaved by weight, target vs achieved tokens.
+    Builds missing recipe sources first; a no-op when the mixture is up to date."""
+    from curate.mix.prepare import prepare as prepare_mixture
+
+    version = prepare_mixture(mixture)
+    record = version.manifest["mixture"]
+    click.echo(f"{version.path}: {record['samples']:,} samples, {record['tokens']:,} tokens "
+               f"(budget {record['budget']:,})")  # fmt: skip
+    for s in record["sources"]:
+        click.echo(f"  {s['name']}: {s['dataset']} {s['version']} {s['fingerprint'][:12]}  "
+                   f"weight {s['weight']:.4g}  tokens {s['tokens']:,} of {s['target_tokens']:,.0f}"
+                   f"  samples {s['samples']:,}  epochs {s['epochs']:.3f}")  # fmt: skip
+
+
+@main.command()
 @click.argument("root", type=click.Path(exists=True, path_type=Path))
 @_user_errors
 def log(root: Path) -> None:

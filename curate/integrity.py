@@ -47,9 +47,16 @@ def listed_files(manifest: Mapping[str, Any]) -> Iterator[tuple[str, Any, int | 
         path = statistics.get("path") if isinstance(statistics, dict) else None
         size = statistics.get("bytes") if isinstance(statistics, dict) else None
         yield "statistics.path", path, size if isinstance(size, int) else -1
+    mixture = manifest.get("mixture")  # a mixture (curate.mix): its index, no datasets layout
+    if mixture is not None:
+        index = mixture.get("index") if isinstance(mixture, dict) else None
+        path = index.get("path") if isinstance(index, dict) else None
+        size = index.get("bytes") if isinstance(index, dict) else None
+        yield "mixture.index.path", path, size if isinstance(size, int) else -1
     splits = manifest.get("splits")
     names = splits.get("splits") if isinstance(splits, dict) else None
-    for name in sorted(hf_files(list(names) if isinstance(names, dict) else [])):
+    layout = hf_files(list(names) if isinstance(names, dict) else []) if mixture is None else []
+    for name in sorted(layout):
         yield "splits", name, None
     card = manifest.get("card")  # absent: a version made before cards
     if card is not None:

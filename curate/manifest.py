@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from curate.errors import CurateError
+from curate.mixture_record import MixtureRecord
 
 FORMAT_VERSION = 1
 
@@ -226,6 +227,11 @@ class Manifest(_Model):
         None,
         description="The dataset card (README.md in the Hugging Face layout), generated from "
         "this manifest; absent in versions made before cards.",
+    )
+    mixture: MixtureRecord | None = Field(
+        None,
+        description="A mixture version (`curate mix`): its sources by dataset, version and "
+        "fingerprint, what each was asked and gave, and the index of its samples in order.",
     )
     software: dict[str, str]
     host: dict[str, Any]

@@ -63,16 +63,26 @@ def manifest_schema() -> dict[str, Any]:
     return schema
 
 
+def mixture_schema() -> dict[str, Any]:
+    from curate.mix.spec import Mixture
+
+    schema = Mixture.model_json_schema(mode="validation")
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "curate mixture"
+    return schema
+
+
 def _dump(schema: dict[str, Any]) -> str:
     return json.dumps(schema, indent=2, sort_keys=True) + "\n"
 
 
 def write_schemas(folder: Path, *, check: bool = False) -> list[str]:
-    """Write both schemas (or, with check, only compare); return the names that differed."""
+    """Write the schemas (or, with check, only compare); return the names that differed."""
     stale = []
     for name, schema in (
         ("recipe.schema.json", recipe_schema()),
         ("manifest.schema.json", manifest_schema()),
+        ("mixture.schema.json", mixture_schema()),
     ):
         path = folder / name
         text = _dump(schema)

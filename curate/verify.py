@@ -19,6 +19,8 @@ from pydantic import ValidationError
 from curate.digests import sha256_file
 from curate.integrity import file_problem
 from curate.manifest import CardFile, FileRecord, Manifest, StatisticsFile
+from curate.mixture_checks import mixture_problems
+from curate.mixture_record import MixtureIndex
 from curate.output.hf_layout import hf_files
 from curate.paths import escape
 from curate.sealed import VERSION_NAME
@@ -49,12 +51,13 @@ def verify(folder: Path) -> list[str]:
 
     problems: list[str] = []
     splits = list(manifest.splits.splits) if manifest.splits is not None else []
-    layout = hf_files(splits)
+    layout = hf_files(splits) if manifest.mixture is None else set()  # a mixture: its index
     listed = {"manifest.json", *layout}
     folders: dict[str, str | None] = {}
-    extra: list[FileRecord | StatisticsFile | CardFile] = [
+    extra: list[FileRecord | StatisticsFile | CardFile | MixtureIndex] = [
         *([manifest.statistics] if manifest.statistics else []),
         *([manifest.card] if manifest.card is not None else []),
+        *([manifest.mixture.index] if manifest.mixture is not None else []),
     ]
     records = [*manifest.shards, *manifest.rejected, *manifest.quarantine, *manifest.examples]
     for record in [*records, *extra]:
@@ -86,7 +89,12 @@ def verify(folder: Path) -> list[str]:
             f"+ removed {c.removed_total} + quarantined {c.quarantined}"
         )
     held = sum(s.documents if s.documents is not None else s.rows for s in manifest.shards)
-    if held != c.written:
+    if manifest.mixture is not None:  # its samples are the index's rows, drawn from its shards
+        found, sources = mixture_problems(folder, manifest)
+        problems += found
+        for label, source in sources:  # found sealed with the fingerprint the mixture names
+            problems += [f"{label}: {p}" for p in verify(source)]
+    elif held != c.written:
         problems.append(f"shards hold {held} documents, counts say {c.written}")
     if manifest.splits is not None:
         problems += _split_problems(manifest)
