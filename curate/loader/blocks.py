@@ -85,7 +85,10 @@ class TokenBlocks:
 
     def block_index(self, k: int) -> int:
         """Which block of the version is this rank's sample k."""
-        return self.stream.sample(self.global_index(k))
+        block = self.stream.sample(self.global_index(k))
+        if not 0 <= block < self.n_blocks:  # a SampleOrder naming a block we do not have
+            raise CurateError(f"the sample order names sample {block}; there are {self.n_blocks}")
+        return block
 
     def __getitem__(self, k: int) -> Any:
         n = self._remaining()

@@ -20,6 +20,7 @@ from curate.errors import CurateError
 from curate.loader.blocks import TokenBlocks, refuse_start
 from curate.loader.dtypes import output_dtype
 from curate.loader.rows import Rows, list_columns, views
+from curate.loader.stream import SampleOrder
 from curate.loader.torch_dataset import torch_class
 from curate.version import Version
 from curate.version import open as open_version
@@ -182,6 +183,7 @@ class Tokens:
         epochs: int | None = 1,
         dtype: Any = None,
         start: int | None = None,
+        order: SampleOrder | None = None,
     ) -> Rows:
         """Whole rows for rank `rank` of `world_size`, from global `position` on, in the
         order `blocks()` uses: each a dict of numpy views in stored types (default: every
@@ -200,7 +202,7 @@ class Tokens:
         out = output_dtype(dtype, stored)
         cls: type[Rows] = torch_class(Rows) if "torch" in sys.modules else Rows
         return cls(views(self.table, names), self.table.num_rows, seed, epoch, shuffle, rank,
-                   world_size, position, dtype=out, epochs=epochs)  # fmt: skip
+                   world_size, position, dtype=out, epochs=epochs, order=order)  # fmt: skip
 
     def blocks(
         self,
@@ -215,10 +217,13 @@ class Tokens:
         epochs: int | None = 1,
         dtype: Any = None,
         start: int | None = None,
+        order: SampleOrder | None = None,
     ) -> TokenBlocks:
         """Fixed-length blocks for rank `rank` of `world_size`: every `world_size`-th sample
         of the global stream (`epochs` seeded permutations of the blocks, None: endless)
         from `position`, the samples all ranks together have consumed (`state_dict()`).
+        `order` replaces the seeded permutation with another `SampleOrder` (a mixture's
+        interleaved index); everything else stays the same.
 
         Blocks are views of the memory-mapped shards in the stored type (uint16 or uint32)
         unless `dtype` is given (a numpy or torch type, or its name): `torch.int64` (or
@@ -254,4 +259,4 @@ class Tokens:
         if "torch" in sys.modules:  # the trainer uses torch: be its IterableDataset
             cls = torch_class(TokenBlocks)
         return cls(views, starts, block_starts, n, seq_len, seed, epoch, shuffle, rank, world_size,
-                   position, dtype=out, epochs=epochs)  # fmt: skip
+                   position, dtype=out, epochs=epochs, order=order)  # fmt: skip
