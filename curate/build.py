@@ -324,6 +324,7 @@ class Build:
         for name in split_names:
             if not any(s.split == name for s in shards):
                 shards.append(_empty_shard(out, job.settings.final_schema, name))
+        lineage = _lineage(self.files, job.partitions, result.records[-1], job.staging, shards, r)
         side = _collect_side_outputs(result.records, job.staging, r)
         t_examples = time.perf_counter()
         examples = write_examples(
@@ -359,6 +360,7 @@ class Build:
                 rejected=side["rejected"],
                 quarantine=side["quarantine"],
                 examples=[FileRecord(**e) for e in examples],
+                lineage=lineage,
                 statistics=statistics,
                 counts=counts,
                 tokens=accounting.total_tokens(shards),
@@ -382,8 +384,9 @@ class Build:
                                        fsync=r.output.fsync)  # fmt: skip
             assert self.staging_folder is not None
             share_unchanged(
-                self.store, self.staging_folder, [*shards, *side["rejected"], *side["quarantine"]]
-            )
+                self.store, self.staging_folder,
+                [*shards, *side["rejected"], *side["quarantine"], *lineage],
+            )  # fmt: skip
             write_atomic(
                 out / "manifest.json",
                 manifest.model_dump_json(indent=2, by_alias=True) + "\n",
@@ -423,6 +426,37 @@ def _empty_shard(out: Path, schema: pa.Schema, split: str | None = None) -> File
     folder.mkdir(parents=True, exist_ok=True)
     info = write_table(folder / "part-empty-00000.arrow", schema.empty_table(), relative_to=out)
     return FileRecord(**info.to_dict(), split=split)
+
+
+def _lineage(
+    files: list[InputFile],
+    partitions: list[Partition],
+    records: list[PartitionRecord],
+    staging: Staging,
+    shards: list[FileRecord],
+    recipe: Recipe,
+) -> list[FileRecord]:
+    """The version's lineage side table (`curate.lineage`), from what the final pass staged."""
+    from curate.lineage.publish import staged_sources, write_lineage
+
+    inputs = {f.name: i for i, f in enumerate(files)}
+    by_key = {p.key: p for p in partitions}
+    parts = [(rec.input, rec.files.lineage, _lines_before(by_key.get(rec.partition)))
+             for rec in records]  # fmt: skip
+    sources = staged_sources(parts, inputs, staging.resolve)
+    out = recipe.output
+    return write_lineage(staging.out, sources, shards, fsync=out.fsync,
+                         file_mode=int(out.file_mode, 8))  # fmt: skip
+
+
+def _lines_before(part: Partition | None) -> int:
+    """Lines of a plain JSONL file before a partition that starts inside it (counted once per
+    file in all, partitions coming in order: `curate.io.line_numbers` remembers)."""
+    if part is None or part.input.format != "jsonl" or part.start == 0:
+        return 0
+    from curate.io.line_numbers import lines_before
+
+    return lines_before(part)
 
 
 def _staged_tails(

@@ -30,7 +30,7 @@ class DamagedVersion(CurateError):
 
 def listed_files(manifest: Mapping[str, Any]) -> Iterator[tuple[str, Any, int | None]]:
     """(where the manifest lists it, path relative to the version, size in bytes) of every
-    file the manifest lists: the shards, rejected and quarantine files, the statistics and
+    file the manifest lists: the shards, rejected and quarantine files, lineage, the statistics and
     the `datasets` layout files (whose size the manifest does not record: None; a size of
     -1 means the manifest gives none where it must)."""
     for key in SIDE_OUTPUTS:
@@ -42,6 +42,11 @@ def listed_files(manifest: Mapping[str, Any]) -> Iterator[tuple[str, Any, int | 
             path = record.get("path") if isinstance(record, dict) else None
             size = record.get("bytes") if isinstance(record, dict) else None
             yield f"{key}[{i}].path", path, size if isinstance(size, int) else -1
+    lineage = manifest.get("lineage")  # absent: a version made before lineage
+    for i, record in enumerate(lineage if isinstance(lineage, list) else []):
+        path = record.get("path") if isinstance(record, dict) else None
+        size = record.get("bytes") if isinstance(record, dict) else None
+        yield f"lineage[{i}].path", path, size if isinstance(size, int) else -1
     statistics = manifest.get("statistics")  # absent: built without statistics
     if statistics is not None:
         path = statistics.get("path") if isinstance(statistics, dict) else None

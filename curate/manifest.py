@@ -206,6 +206,12 @@ class Manifest(_Model):
         description="Removed documents kept as examples (`curate.examples.files`), per "
         "stage; texts and ids through the recipe's pii stages.",
     )
+    lineage: list[FileRecord] | None = Field(
+        None,
+        description="Where each written document came from (input, line, offset) and where it "
+        "is (shard, row, token start): lineage/documents.arrow and its index by id hash, "
+        "lineage/ids.arrow (curate.lineage); absent in versions made before lineage.",
+    )
     statistics: StatisticsFile | None = Field(
         None,
         description="What each stage did in counts and fixed-bin histograms (absent: the "

@@ -18,7 +18,15 @@ import pyarrow.compute as pc
 
 from curate.errors import CurateError
 from curate.input_watch import check
-from curate.io.batches import ID, TEXT, FieldSpec, QuarantineRecord, ReadChunk
+from curate.io.batches import (
+    ID,
+    LINE,
+    OFFSET,
+    TEXT,
+    FieldSpec,
+    QuarantineRecord,
+    ReadChunk,
+)
 from curate.io.columnar import read_columnar
 from curate.io.delimited import DELIMITERS, read_delimited
 from curate.io.inputs import InputFile
@@ -61,6 +69,7 @@ def read_partition(
     batch_bytes: int = 8 << 20,
     use_threads: bool = False,
     max_document_bytes: int | None = None,
+    locate: bool = False,
 ) -> Iterator[ReadChunk]:
     """The partition's documents in input order, in batches of about batch_bytes of text.
 
@@ -69,9 +78,12 @@ def read_partition(
     `use_threads` lets Arrow parse with its CPU pool (`pa.set_cpu_count`); leave it
     off when the engine already runs one worker process per core. Documents over
     `max_document_bytes`, and JSONL lines over it (skipped unread, however long), are set
-    aside as bad records are (`document_too_large`).
+    aside as bad records are (`document_too_large`). With `locate`, each batch also has the
+    hidden `_line` and `_offset` columns (`located`), which a run keeps as lineage.
     """
     chunks = _read(part, fields, on_error, batch_bytes, use_threads, max_document_bytes)
+    if locate:
+        chunks = located(part, chunks)
     if max_document_bytes is None:
         yield from chunks
     else:
@@ -124,6 +136,52 @@ def _read(
         yield from read_text_folder(part, fields, sink, batch_bytes, max_document_bytes)
     else:
         raise ValueError(f"unknown input format {fmt!r}")
+
+
+ROW_FORMATS = ("parquet", "arrow", "hf_disk", *DELIMITERS)
+"""Formats whose records are rows numbered without gaps from the partition's first row, so
+a chunk's rows are the rows its quarantined records leave (readers number rows as
+quarantine does, from 1)."""
+
+
+def located(part: Partition, chunks: Iterator[ReadChunk]) -> Iterator[ReadChunk]:
+    """Each chunk's batch with the hidden `_line` and `_offset` columns (`LOCATION`): what
+    the reader said (JSONL, a JSON array), else counted for row formats, else null. A plain
+    JSONL partition's lines are numbered from 1 at its first line, as its reader numbers
+    them (no line is counted to read a partition: `curate.io.line_numbers`); publish adds
+    the lines before it (`curate.lineage.publish`)."""
+    row: int | None = part.first_row + 1 if part.input.format in ROW_FORMATS else None
+    for chunk in chunks:
+        n = chunk.batch.num_rows
+        lines, offsets = chunk.lines, chunk.offsets
+        if lines is not None and len(lines) != n:
+            lines = offsets = None
+        if lines is None and row is not None:
+            lines, row = _rows(row, n, chunk.quarantined)
+        if offsets is not None and len(offsets) != n:
+            offsets = None
+        batch = chunk.batch.append_column(LINE, _int64(lines, n))
+        batch = batch.append_column(OFFSET, _int64(offsets, n))
+        yield ReadChunk(batch, chunk.quarantined)
+
+
+def _rows(
+    first: int, n: int, quarantined: list[QuarantineRecord]
+) -> tuple[np.ndarray | None, int | None]:
+    """The numbers of a chunk's n rows, from `first`, skipping its quarantined rows, and the
+    number after them; (None, None) when the quarantine does not fit that (never wrong)."""
+    bad = {q.line for q in quarantined}
+    span = n + len(bad)
+    if None in bad or any(not first <= b < first + span for b in bad):  # type: ignore[operator]
+        return None, None
+    numbers = np.arange(first, first + span, dtype=np.int64)
+    if bad:
+        numbers = numbers[~np.isin(numbers, np.fromiter(bad, np.int64))]
+    return numbers, first + span
+
+
+def _int64(values: np.ndarray | None, n: int) -> pa.Array:
+    return pa.nulls(n, pa.int64()) if values is None else pa.array(values, pa.int64())
 
 
 def _size_limited(

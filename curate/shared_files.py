@@ -43,7 +43,7 @@ from curate.store import Store
 log = logging.getLogger(__name__)
 
 LOOK_BACK = 4  # LATEST and the newest versions before it: where a rerun's unchanged files are
-KINDS = ("shards", "rejected", "quarantine")
+KINDS = ("shards", "rejected", "quarantine", "lineage")
 _READ = os.O_RDONLY | os.O_NONBLOCK  # Folder.open_file adds O_NOFOLLOW
 _TEMP = re.compile(r"^\..+\.link-\d+$")
 _Key = tuple[int, int, int, int]  # an inode as last seen: dev, ino, size, ctime

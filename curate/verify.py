@@ -58,6 +58,7 @@ def verify(folder: Path) -> list[str]:
         *([manifest.statistics] if manifest.statistics else []),
         *([manifest.card] if manifest.card is not None else []),
         *([manifest.mixture.index] if manifest.mixture is not None else []),
+        *(manifest.lineage or []),
     ]
     records = [*manifest.shards, *manifest.rejected, *manifest.quarantine, *manifest.examples]
     for record in [*records, *extra]:

@@ -146,6 +146,7 @@ def _source_chunks(
             on_error=task.settings.on_error,
             batch_bytes=task.settings.batch_bytes,
             max_document_bytes=task.settings.max_document_bytes,
+            locate=True,  # lineage: each record's line and offset, kept by the shard writer
         ):
             mark("reading")
             batch = chunk.batch
@@ -214,6 +215,7 @@ class PartitionRun:
                 task.staging.out, self.part.key, run.final_schema, run.shard_bytes,
                 packing=run.packing, split=run.split, done=files.shards,
                 fsync=run.fsync, file_mode=run.file_mode, relative_to=task.staging.root,
+                lineage=self.out_dir, lineage_done=len(files.lineage),
             )  # fmt: skip
             if packer_state is not None:
                 self.writer.restore(packer_state)
@@ -385,6 +387,7 @@ class PartitionRun:
         files = self.record.files
         if self.writer is not None:
             files.shards += self.writer.finish()
+            files.lineage += self.writer.take_lineage()
             self._stage_tails()
         if self.segments is not None:
             self.segments.close_segment()
@@ -472,6 +475,7 @@ class PartitionRun:
         files = self.record.files
         if self.writer is not None:
             files.shards += self.writer.take()
+            files.lineage += self.writer.take_lineage()
         elif self.segments is not None:
             files.segments = list(self.segments.segments)
         self._flush_side_outputs()

@@ -28,6 +28,20 @@ The index is this run's only: files a run leaves (staged rows, summaries, decisi
 the row bits alone (`local_orders`), and the index is put back when a run reads them
 (`with_partition`), so a partition's files do not change when inputs before it do."""
 
+LINE = "_line"
+"""Hidden column beside `_order` from the reader to the shard writer (never in a shard): where
+the document's record is in its input, numbered as quarantine numbers records (a JSONL
+line, 1-based, in the file; a Parquet/Arrow/CSV/JSON-array row, 1-based); null where the
+format has none (a text file, chat records). The shard writer keeps it in the version's
+lineage (`curate.lineage`). It rides with the rows through stages, staging and the stage
+cache, so a replayed run writes the same lineage."""
+
+OFFSET = "_offset"
+"""Hidden column beside `_line`: the byte where the record's line starts (plain JSONL: in the
+file; .gz/.zst: in the decompressed stream); null for other formats."""
+
+LOCATION = (LINE, OFFSET)
+
 ORDER_SHIFT = 40
 """Low bits of `_order` that number a row within its partition: a trillion rows per partition,
 16 million partitions."""
@@ -152,3 +166,8 @@ class ReadChunk:
 
     batch: pa.RecordBatch
     quarantined: list[QuarantineRecord] = field(default_factory=list)
+    lines: Any = None
+    """Where each row's record is (`LINE`: numpy int64, a JSONL line numbered from 1 at the
+    partition's first line), when the reader knows; `reading` makes the hidden columns."""
+    offsets: Any = None
+    """Where each row's line starts (`OFFSET`: numpy int64), when the reader knows."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
+import numpy as np
+
 from curate.errors import CurateError
 from curate.io.batches import FieldSpec, ReadChunk
 from curate.io.json_array_scan import NotAnArray, Record, SetAside, cut
@@ -60,6 +62,10 @@ class RecordSink(ErrorSink):
         number = None if line is None else line + 1
         at = self.offsets.get(line, offset) if line is not None else offset
         super().bad(number, as_record(reason), nbytes, file, fields, at)
+
+    def lines_since(self, mark: int) -> set[int | None]:
+        """As the parser numbers them: from 0."""
+        return {None if n is None else n - 1 for n in super().lines_since(mark)}
 
 
 def as_record(reason: str) -> str:
@@ -111,7 +117,12 @@ def read_json_array(
 
     def block() -> ReadChunk:
         batch = parser.parse(b"\n".join(lines) + b"\n", first, 0)[0] if lines else None
-        chunk = ReadChunk(batch if batch is not None else empty_batch(fields.schema()), sink.take())
+        numbers, offsets = (parser.lines if batch is not None else None), None
+        if numbers is not None:  # records numbered from 1, where they start in the file
+            offsets = np.array([sink.offsets[n] for n in numbers.tolist()], np.int64)
+            numbers = numbers + 1
+        chunk = ReadChunk(batch if batch is not None else empty_batch(fields.schema()),
+                          sink.take(), numbers, offsets)  # fmt: skip
         sink.offsets.clear()
         return chunk
 

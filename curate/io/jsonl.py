@@ -46,7 +46,7 @@ def read_jsonl(
             line += lines
             quarantined = sink.take()
             if batch.num_rows or quarantined:
-                yield ReadChunk(batch, quarantined)
+                yield ReadChunk(batch, quarantined, parser.lines, parser.offsets)
     except OSError as exc:
         raise CurateError(f"{part.input.name} cannot be read: {exc.strerror or exc}") from None
     quarantined = sink.take()

@@ -21,7 +21,9 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
@@ -41,7 +43,7 @@ class BlockParser:
     """Parses blocks of one JSONL input for one FieldSpec."""
 
     def __init__(self, ids: LineIds, fields: FieldSpec, sink: ErrorSink, use_threads: bool) -> None:
-        self.ids, self.fields = ids, fields
+        self.ids, self.fields, self.sink = ids, fields, sink
         self.use_threads = use_threads
         self.schema = fields.schema()
         self.judge = LineJudge(ids, fields, sink)
@@ -63,11 +65,14 @@ class BlockParser:
         elif id_field is not None:
             self._id_types = [pa.string(), pa.int64()]
         self._fixed = fixed
+        self.lines: Any = None  # the last parsed block's rows: their line numbers, then
+        self.offsets: Any = None  # where they start (None: not known)
 
     def parse(self, block: bytes, first_line: int, offset: int) -> tuple[pa.RecordBatch, int]:
         """The documents of `block` (whole lines, the first numbered first_line, starting at
         `offset` in the input), and its lines."""
         lines = scan(block, first_line, offset)
+        mark = self.sink.noted()
         pieces: list[pa.RecordBatch] = []
         start = lines.first
         part = lines
@@ -91,7 +96,21 @@ class BlockParser:
             part = lines.span(start, lines.end)
         if start < lines.end:
             pieces.append(self._judge(lines.span(start, lines.end)))
-        return _concat(pieces, self.schema), lines.count
+        batch = _concat(pieces, self.schema)
+        self._locate(lines, self.sink.lines_since(mark), batch.num_rows)
+        return batch, lines.count
+
+    def _locate(self, lines: Lines, bad: set[int | None], rows: int) -> None:
+        """Each row's line and where it starts: the block's non-blank lines that were not set
+        aside, in order (every other non-blank line became a row, in line order)."""
+        numbers = lines.numbers
+        if bad:
+            numbers = [n for n in numbers if n not in bad]
+        if len(numbers) != rows:  # not the lines it should be: said unknown, never wrong
+            self.lines = self.offsets = None
+            return
+        self.lines = np.asarray(numbers, np.int64)
+        self.offsets = lines.starts(numbers) if rows else np.empty(0, np.int64)
 
     def _settle(
         self, lines: Lines, result: pa.RecordBatch | _Partial | int | None

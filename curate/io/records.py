@@ -68,6 +68,14 @@ class ErrorSink:
         record = QuarantineRecord(file or self.file, line, reason, nbytes, fields, offset)
         self._records.append(record)
 
+    def noted(self) -> int:
+        """How many records are held: a mark for `lines_since`."""
+        return len(self._records)
+
+    def lines_since(self, mark: int) -> set[int | None]:
+        """Lines of the records noted since `mark` (as the reader numbered them)."""
+        return {r.line for r in self._records[mark:]}
+
     def take(self) -> list[QuarantineRecord]:
         records = sorted(self._records, key=lambda r: -1 if r.line is None else r.line)
         self._records = []

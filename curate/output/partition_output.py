@@ -23,6 +23,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from curate.io.batches import LOCATION
+from curate.output.lineage_rows import StagedLineage
 from curate.output.packing import PackSpec
 from curate.output.shards import ShardWriter
 from curate.output.splits import SplitSpec
@@ -42,8 +44,14 @@ class PartitionOutput:
         fsync: bool = True,
         file_mode: int = 0o640,
         relative_to: Path | None = None,
+        lineage: Path | None = None,
+        lineage_done: int = 0,
     ) -> None:
         self.split = split
+        self.lineage = None  # each document's id and place, staged in `lineage` for publish
+        if lineage is not None:
+            self.lineage = StagedLineage(lineage, partition, done=lineage_done, fsync=fsync,
+                                         file_mode=file_mode, relative_to=relative_to)  # fmt: skip
         self.names: list[str | None] = list(split.names()) if split is not None else [None]
         self.writers: dict[str | None, ShardWriter] = {}
         self.packers: dict[str | None, Any] = {}
@@ -72,6 +80,9 @@ class PartitionOutput:
                 self._write(name, rows.filter(pa.array(mask)))
 
     def _write(self, name: str | None, rows: pa.RecordBatch) -> None:
+        if self.lineage is not None:
+            self.lineage.add(name, rows)
+        rows = rows.drop_columns([c for c in LOCATION if c in rows.schema.names])
         writer, packer = self.writers[name], self.packers.get(name)
         if packer is None:
             writer.write(rows)
@@ -106,6 +117,8 @@ class PartitionOutput:
         and would never rewrite the rows an open shard held. The cut points depend only on
         the data, so an interrupted run and an uninterrupted one cut at the same places.
         """
+        if self.lineage is not None:
+            self.lineage.flush()
         out = []
         for writer in self.writers.values():
             writer.close()
@@ -113,6 +126,10 @@ class PartitionOutput:
             writer.first_index += len(writer.shards)
             writer.shards = []
         return out
+
+    def take_lineage(self) -> list[dict[str, Any]]:
+        """The lineage files staged by `take` (and `finish`) since the last call."""
+        return self.lineage.take() if self.lineage is not None else []
 
     def state(self) -> dict[str, Any]:
         """The packers' carried rows, to pickle with a checkpoint."""

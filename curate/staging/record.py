@@ -37,9 +37,11 @@ class PartitionFiles:
     quarantine: list[FileInfo] = field(default_factory=list)
     tails: list[FileInfo] = field(default_factory=list)  # packed: the final pass's tail files
     examples: list[FileInfo] = field(default_factory=list)  # chosen removed documents' text
+    lineage: list[FileInfo] = field(default_factory=list)  # final pass: `curate.lineage`'s rows
 
     def listed(self) -> list[FileInfo]:
         files = [*self.shards, *self.rejected, *self.quarantine, *self.tails, *self.examples]
+        files += self.lineage
         return files + [seg[name] for seg in self.segments for name in ("data", "summary")
                         if name in seg]  # fmt: skip
 
@@ -59,14 +61,14 @@ class PartitionFiles:
             "rejected": self.rejected,
             "quarantine": self.quarantine,
         }
-        optional = {"tails": self.tails, "examples": self.examples}
+        optional = {"tails": self.tails, "examples": self.examples, "lineage": self.lineage}
         return data | {key: value for key, value in optional.items() if value}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> PartitionFiles:
         return cls(
             data["shards"], data["segments"], data["rejected"], data["quarantine"],
-            data.get("tails", []), data.get("examples", []),
+            data.get("tails", []), data.get("examples", []), data.get("lineage", []),
         )  # fmt: skip
 
 
