@@ -159,6 +159,41 @@ def show(path: Path, selector: str | None) -> None:
 
 
 @main.command()
+@click.argument("version", type=click.Path(exists=True, path_type=Path))
+@click.option("--id", "doc_id", help="A document's id: found through the lineage index.")
+@click.option("--row", help="SHARD:ROW, the shard by index or path: the row's documents.")
+@click.option("--token", type=click.IntRange(min=0), help="With --row: the document holding it.")
+@click.option("--match", help="A regular expression searched in the version's text and inputs.")
+@_user_errors
+def trace(
+    version: Path, doc_id: str | None, row: str | None, token: int | None, match: str | None
+) -> None:
+    """Where a document came from (file, line, offset, input hash), what each stage did to it
+    and where it is (shard, row, tokens, split). Positions and types only, never its text."""
+    from curate.lineage.trace import Tracer
+    from curate.version import open as open_version
+
+    if sum(x is not None for x in (doc_id, row, match)) != 1:
+        raise CurateError("trace: give one of --id, --row SHARD:ROW or --match REGEX")
+    if token is not None and row is None:
+        raise CurateError("trace: --token goes with --row")
+    tracer = Tracer(open_version(version))
+    if doc_id is not None:
+        traces = tracer.by_id(doc_id)
+    elif row is not None:
+        shard, _, number = row.rpartition(":")
+        if not shard or not number.isdigit():
+            raise CurateError(f"trace: --row takes SHARD:ROW, not {row!r}")
+        traces = tracer.by_row(shard, int(number), token)
+    else:
+        assert match is not None
+        traces = tracer.by_match(match)
+    if not traces:
+        raise CurateError(f"trace: no document of {tracer.version.path} matches")
+    click.echo("\n\n".join(str(t) for t in traces))
+
+
+@main.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @_user_errors
 def verify(path: Path) -> None:

@@ -19,9 +19,11 @@ import pyarrow.compute as pc
 from curate.errors import CurateError
 from curate.input_watch import check
 from curate.io.batches import (
+    CHANGED,
     ID,
     LINE,
     OFFSET,
+    PII_FOUND,
     TEXT,
     FieldSpec,
     QuarantineRecord,
@@ -146,7 +148,8 @@ quarantine does, from 1)."""
 
 def located(part: Partition, chunks: Iterator[ReadChunk]) -> Iterator[ReadChunk]:
     """Each chunk's batch with the hidden `_line` and `_offset` columns (`LOCATION`): what
-    the reader said (JSONL, a JSON array), else counted for row formats, else null. A plain
+    the reader said (JSONL, a JSON array), else counted for row formats, else null; and the
+    `_changed` and `_pii` columns the stages fill in (`LINEAGE`). A plain
     JSONL partition's lines are numbered from 1 at its first line, as its reader numbers
     them (no line is counted to read a partition: `curate.io.line_numbers`); publish adds
     the lines before it (`curate.lineage.publish`)."""
@@ -162,6 +165,8 @@ def located(part: Partition, chunks: Iterator[ReadChunk]) -> Iterator[ReadChunk]
             offsets = None
         batch = chunk.batch.append_column(LINE, _int64(lines, n))
         batch = batch.append_column(OFFSET, _int64(offsets, n))
+        batch = batch.append_column(CHANGED, pa.array(np.zeros(n, np.uint64)))
+        batch = batch.append_column(PII_FOUND, pa.nulls(n, pa.string()))
         yield ReadChunk(batch, chunk.quarantined)
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import datasets
     import polars as pl
 
+    from curate.lineage.trace import Trace
     from curate.report import Report
 
 
@@ -228,6 +229,16 @@ class Version:
         self.check_files()
         files = self._files("quarantine")
         return _concat([read_stream(path) for _, path in files], QUARANTINE_SCHEMA)
+
+    def trace(self, doc_id: str) -> Trace:
+        """Where the document came from, what each stage did to it and where it is
+        (`curate.lineage.trace`); shows as a table in a notebook. Positions, never text."""
+        from curate.lineage.trace import Tracer
+
+        found = Tracer(self).by_id(doc_id)
+        if not found:
+            raise CurateError(f"{self.path} has no document {doc_id!r}")
+        return found[0]
 
     def view_folder(self) -> Path:
         """A folder of symlinks to this version's files, where `datasets` may write its caches."""

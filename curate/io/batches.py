@@ -42,6 +42,18 @@ file; .gz/.zst: in the decompressed stream); null for other formats."""
 
 LOCATION = (LINE, OFFSET)
 
+CHANGED = "_changed"
+"""Hidden column beside `_line` (uint64): bit p is set when the map stage at recipe position p
+changed the document's text (`curate.stages.chain.run_maps`), for lineage."""
+
+PII_FOUND = "_pii"
+"""Hidden column beside `_line` (string, null when none): the PII a `pii` stage found in the
+document, as `TYPE start-end` items joined by `;` (character positions in the text as that
+stage saw it; `m<k>:` before a conversation's k-th message). Never a value."""
+
+LINEAGE = (LINE, OFFSET, CHANGED, PII_FOUND)
+"""Every hidden column a located read adds: never in a shard."""
+
 ORDER_SHIFT = 40
 """Low bits of `_order` that number a row within its partition: a trillion rows per partition,
 16 million partitions."""

@@ -43,8 +43,8 @@ class Lineage:
         ids = pa.ipc.open_file(pa.memory_map(str(paths[IDS])))
         if ids.num_record_batches:
             batch = ids.get_batch(0)
-            self._hashes = batch.column(0).to_numpy()  # zero-copy views of the mapped file
-            self._positions = batch.column(1).to_numpy()
+            self._hashes = _view(batch.column(0))  # zero-copy views of the mapped file
+            self._positions = _view(batch.column(1))
         else:
             self._hashes = self._positions = np.empty(0, np.uint64)
 
@@ -75,3 +75,10 @@ class Lineage:
         if not self._documents.num_record_batches:
             return DOCUMENTS_SCHEMA.empty_table()
         return self._documents.read_all()
+
+
+def _view(column: pa.Array) -> np.ndarray:
+    """A uint64 column without nulls as a numpy view of its buffer (no copy, and none of the
+    imports `to_numpy` makes)."""
+    data = column.buffers()[1]
+    return np.frombuffer(data, np.uint64, count=len(column), offset=column.offset * 8)

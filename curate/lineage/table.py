@@ -10,7 +10,9 @@ Two Arrow IPC *file*s (random access by record batch) under `lineage/` in the ve
   file); `line` is its line (JSONL) or row (Parquet, Arrow, CSV, a JSON array), numbered
   from 1 as quarantine numbers records; `offset` the byte its line starts at (JSONL: in
   the file, or in the decompressed stream of a .gz/.zst; a JSON array: where its record
-  starts). Null where the format has none.
+  starts). Null where the format has none. `changed`: bit p set when the map stage at
+  recipe position p changed the document's text; `pii`: what a pii stage found, as
+  `TYPE start-end` items joined by `;` (positions, never values; null: nothing).
 - `ids.arrow`: `hash` (xxh3-64 of the id, sorted) and `position` (the document's row in
   documents.arrow), uncompressed, so a lookup by id memory-maps it and reads a few pages.
 """
@@ -35,6 +37,8 @@ DOCUMENTS_SCHEMA = pa.schema(
         pa.field("input", pa.int32()),
         pa.field("line", pa.int64()),
         pa.field("offset", pa.int64()),
+        pa.field("changed", pa.uint64()),
+        pa.field("pii", pa.string()),
     ]
 )
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate.io.batches import ID, LINE, OFFSET
+from curate.io.batches import CHANGED, ID, LINE, OFFSET, PII_FOUND
 from curate.output.shards import write_table
 
 STAGED_SCHEMA = pa.schema(
@@ -23,6 +23,8 @@ STAGED_SCHEMA = pa.schema(
         pa.field("id", pa.string()),
         pa.field("line", pa.int64()),
         pa.field("offset", pa.int64()),
+        pa.field("changed", pa.uint64()),
+        pa.field("pii", pa.string()),
     ]
 )
 """What a partition stages per document it wrote, in the order it wrote them."""
@@ -31,11 +33,11 @@ STAGED_SCHEMA = pa.schema(
 def staged_rows(rows: pa.RecordBatch) -> pa.RecordBatch:
     """A batch's documents as lineage keeps them (null places when the rows carry none)."""
     n, names = rows.num_rows, rows.schema.names
-    line = rows.column(LINE) if LINE in names else pa.nulls(n, pa.int64())
-    offset = rows.column(OFFSET) if OFFSET in names else pa.nulls(n, pa.int64())
-    return pa.RecordBatch.from_arrays(
-        [rows.column(ID).cast(pa.string()), line, offset], schema=STAGED_SCHEMA
-    )
+    columns = [rows.column(ID).cast(pa.string())]
+    hidden = (LINE, OFFSET, CHANGED, PII_FOUND)
+    for name, field in zip(hidden, list(STAGED_SCHEMA)[1:], strict=True):
+        columns.append(rows.column(name) if name in names else pa.nulls(n, field.type))
+    return pa.RecordBatch.from_arrays(columns, schema=STAGED_SCHEMA)
 
 
 class StagedLineage:

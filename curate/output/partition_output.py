@@ -23,7 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate.io.batches import LOCATION
+from curate.io.batches import LINEAGE
 from curate.output.lineage_rows import StagedLineage
 from curate.output.packing import PackSpec
 from curate.output.shards import ShardWriter
@@ -82,7 +82,7 @@ class PartitionOutput:
     def _write(self, name: str | None, rows: pa.RecordBatch) -> None:
         if self.lineage is not None:
             self.lineage.add(name, rows)
-        rows = rows.drop_columns([c for c in LOCATION if c in rows.schema.names])
+        rows = rows.drop_columns([c for c in LINEAGE if c in rows.schema.names])
         writer, packer = self.writers[name], self.packers.get(name)
         if packer is None:
             writer.write(rows)

@@ -12,9 +12,12 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Protocol
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from curate.errors import recipe_part
+from curate.io.batches import CHANGED, ORDER
 from curate.phases import mark
 from curate.stage_params import StageParams
 from curate.stages.base import MapStage, Stage, StageContext, StageCounts
@@ -85,6 +88,28 @@ def run_maps(
         if result.counters:  # a stage's own counts (StageResult.counters), summed
             c.counters.update(result.counters)
         c.observe(stage, batch, result)  # its statistics (curate.stats)
+        if result.changed and CHANGED in batch.schema.names:  # lineage: which documents
+            result.batch = mark_changed(batch, result.batch, stage)
         c.seconds += time.perf_counter() - t
         batch = result.batch
     return batch
+
+
+def mark_changed(before: pa.RecordBatch, after: pa.RecordBatch, stage: Stage) -> pa.RecordBatch:
+    """`after` with its `_changed` bit for the stage's position set on the documents whose text
+    differs from what they were (rows matched by `_order`: the stage may have dropped some).
+    Compared in C, and only for a stage that says it changed something; conversations (a
+    list column) are not marked."""
+    field = stage.text_field if stage.text_field in before.schema.names else None
+    if field is None or ORDER not in before.schema.names or stage.context.position > 63:
+        return after
+    old, new = before.column(field), after.column(field)
+    if after.num_rows != before.num_rows:
+        old = pc.take(old, pc.index_in(after.column(ORDER), value_set=before.column(ORDER)))
+    if not (pa.types.is_string(new.type) or pa.types.is_large_string(new.type)):
+        return after
+    differs = np.asarray(pc.fill_null(pc.not_equal(old, new), True), bool)
+    at = after.schema.get_field_index(CHANGED)
+    bits = np.asarray(after.column(at), np.uint64).copy()
+    bits[differs] |= np.uint64(1) << np.uint64(stage.context.position)
+    return after.set_column(at, after.schema.field(at), pa.array(bits, pa.uint64()))

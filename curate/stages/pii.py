@@ -34,7 +34,7 @@ from pydantic import Field, model_validator
 
 from curate.chat.contents import Roles, put_back, roles_field
 from curate.errors import CurateError
-from curate.io.batches import ID
+from curate.io.batches import ID, PII_FOUND
 from curate.reasons import PII
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
 from curate.stats import LOG2, Stats
@@ -105,6 +105,38 @@ class PiiParams(StageParams):
             name: rule if isinstance(rule, EntityRule) else EntityRule(action=rule)
             for name, rule in self.entities.items()
         }
+
+
+def _message_numbers(batch: pa.RecordBatch, u: Any) -> list[int] | None:
+    """For conversations: each analysed unit's message number within its conversation."""
+    if not u.chat or u.positions is None:
+        return None
+    from curate.chat.spec import MESSAGES
+
+    offsets = np.asarray(batch.column(MESSAGES).offsets, np.int64)
+    starts = offsets - offsets[0]
+    return [int(p - starts[r]) for p, r in zip(u.positions.tolist(), u.rows.tolist(), strict=True)]
+
+
+def _with_found(
+    batch: pa.RecordBatch,
+    found_in: dict[int, list[tuple[int, list[Any]]]],
+    messages: list[int] | None,
+) -> pa.RecordBatch:
+    """The batch with `_pii` naming, per document, each entity type found and its character
+    span (`TYPE start-end`; in a conversation's message k, `m<k>:TYPE start-end`), after
+    what an earlier pii stage put there. Never the value."""
+    at = batch.schema.get_field_index(PII_FOUND)
+    items: list[str | None] = batch.column(at).to_pylist()
+    for row, hits in found_in.items():
+        found = [
+            f"{'' if messages is None else f'm{messages[k]}:'}{s.entity} {s.start}-{s.end}"
+            for k, spans in hits
+            for s in spans
+        ]
+        before = items[row]
+        items[row] = ";".join(([before] if before else []) + found)
+    return batch.set_column(at, batch.schema.field(at), pa.array(items, pa.string()))
 
 
 def _version(package: str) -> str:
@@ -267,6 +299,8 @@ class Pii(MapStage[PiiParams]):
         result = batch
         if changed:
             result = put_back(batch, self.text_field, u, pa.array(out, pa.string()))
+        if found_in and PII_FOUND in result.schema.names:  # lineage: types and places only
+            result = _with_found(result, found_in, _message_numbers(batch, u))
         removed = None
         if not all(keep):
             mask = pa.array(keep)
