@@ -99,7 +99,7 @@ def test_sample_recipe_is_byte_identical_on_ray(ray_cluster: None, tmp_path: Pat
     assert on_ray.manifest["engine"]["kind"] == "ray"
     assert sum(i["partitions"] for i in local.manifest["inputs"]) >= 6
     assert local.manifest["packing"]["tail_shards"] == ["shards/tail-00000.arrow"]  # compared too
-    for key in ("shards", "rejected", "quarantine", "examples"):
+    for key in ("shards", "rejected", "quarantine", "examples", "lineage"):
         assert files(on_ray, key) == files(local, key)
     assert len(local.manifest["examples"]) >= 3  # filters' and barriers' examples
     assert comparable(on_ray.manifest) == comparable(local.manifest)
