@@ -78,7 +78,8 @@ class Lineage:
 
 
 def _view(column: pa.Array) -> np.ndarray:
-    """A uint64 column without nulls as a numpy view of its buffer (no copy, and none of the
-    imports `to_numpy` makes)."""
+    """An unsigned integer column without nulls as a numpy view of its buffer (no copy, and
+    none of the imports `to_numpy` makes)."""
+    dtype = np.dtype(np.uint32 if column.type == pa.uint32() else np.uint64)
     data = column.buffers()[1]
-    return np.frombuffer(data, np.uint64, count=len(column), offset=column.offset * 8)
+    return np.frombuffer(data, dtype, count=len(column), offset=column.offset * dtype.itemsize)

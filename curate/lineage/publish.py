@@ -31,8 +31,8 @@ from curate.lineage.table import (
     DOCUMENTS_SCHEMA,
     FOLDER,
     IDS,
-    IDS_SCHEMA,
     id_hashes,
+    ids_schema,
 )
 from curate.manifest import FileRecord
 from curate.output.lineage_rows import STAGED_SCHEMA
@@ -159,8 +159,10 @@ def write_lineage(
     documents = _write_file(out / DOCUMENTS, table, "zstd", fsync, file_mode)
     hashes = id_hashes(table.column("id"))
     order = np.argsort(hashes, kind="stable")
-    ids = pa.table({"hash": pa.array(hashes[order]), "position": pa.array(order.astype(np.uint64))},
-                   schema=IDS_SCHEMA)  # fmt: skip
+    schema = ids_schema(len(order))
+    positions = order.astype(schema.field("position").type.to_pandas_dtype())
+    ids = pa.table({"hash": pa.array(hashes[order]), "position": pa.array(positions)},
+                   schema=schema)  # fmt: skip
     index = _write_file(out / IDS, ids, None, fsync, file_mode, batch_rows=None)
     return [_record(out, DOCUMENTS, documents), _record(out, IDS, index)]
 

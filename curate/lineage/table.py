@@ -14,7 +14,8 @@ Two Arrow IPC *file*s (random access by record batch) under `lineage/` in the ve
   recipe position p changed the document's text; `pii`: what a pii stage found, as
   `TYPE start-end` items joined by `;` (positions, never values; null: nothing).
 - `ids.arrow`: `hash` (xxh3-64 of the id, sorted) and `position` (the document's row in
-  documents.arrow), uncompressed, so a lookup by id memory-maps it and reads a few pages.
+  documents.arrow: uint32, or uint64 past 2**32 documents), uncompressed, so a lookup by id
+  memory-maps it and reads a few pages.
 """
 
 from __future__ import annotations
@@ -42,7 +43,12 @@ DOCUMENTS_SCHEMA = pa.schema(
     ]
 )
 
-IDS_SCHEMA = pa.schema([pa.field("hash", pa.uint64()), pa.field("position", pa.uint64())])
+
+def ids_schema(documents: int) -> pa.Schema:
+    """`position` is uint32 while the table has fewer than 2**32 rows (4 bytes per document
+    less), uint64 past that."""
+    position = pa.uint32() if documents < 1 << 32 else pa.uint64()
+    return pa.schema([pa.field("hash", pa.uint64()), pa.field("position", position)])
 
 
 def id_hashes(ids: pa.Array | pa.ChunkedArray) -> np.ndarray:

@@ -182,3 +182,22 @@ def test_verify_names_a_damaged_lineage_file(tmp_path: Path, damage: str) -> Non
     writable(v.path)
     flip_byte(v.path / "lineage" / f"{damage}.arrow")
     assert any(f"lineage/{damage}.arrow" in p for p in verify(v.path))
+
+
+def test_a_rerun_replayed_from_the_stage_cache_publishes_the_same_lineage(tmp_path: Path) -> None:
+    write_messy_jsonl(tmp_path / "a.jsonl", 200)
+    stages: list[dict[str, Any]] = [
+        {"normalize": {"collapse_spaces": True}},
+        {"exact_dedup": {}},
+        {"filter_length": {"min_words": 3}},
+        {"tokenize": {"source": TOKENIZER, "pack": {"seq_len": 64}}},
+    ]
+    common = {"inputs": ["a.jsonl"], "id_field": "id", "partition_size": "4KB"}
+    run(tmp_path, **common, stages=stages)  # fills the cache
+    stages[3]["tokenize"]["pack"]["seq_len"] = 32
+    again = run(tmp_path, **common, stages=stages)
+    reused = [s.get("cache", {}).get("reused", 0) for s in again.manifest["stages"]]
+    assert reused[0] > 0 and reused[1] > 0  # normalize and the dedup replayed, not run
+    scratch = run(tmp_path, **common, stages=stages, output={"root": "scratch", "fsync": False})
+    assert again.manifest["lineage"] == scratch.manifest["lineage"]
+    assert lineage_rows(again) == lineage_rows(scratch)
