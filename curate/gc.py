@@ -5,7 +5,8 @@ With `--cache` it also frees each dataset's stage cache (`clear_cache`).
 What may go is decided by `curate.owned` (a version whose own manifest names it, a dead
 run's `.staging-*`, an unfinished `.deleting-*`); nothing is reached through a symbolic
 link. A version is kept when it is among the newest `keep`, is `LATEST`, or a reader holds
-its read lock (`Version.hold`; a build holds the versions it reads as inputs).
+its read lock (`Version.hold`; a build holds the versions it reads as inputs), or a live
+mixture draws from it (`curate.mixture_refs`).
 
 A version is removed in an order a kill cannot make unsafe, holding its read lock:
 1. unlisted: its `.index` entry goes (fsync'd), so no run finds it by fingerprint;
@@ -30,6 +31,7 @@ from curate.cache.settings import cache_root
 from curate.cache.store import CacheSpec, StageCache
 from curate.dirfd import Folder
 from curate.errors import CurateError
+from curate.mixture_refs import referenced
 from curate.owned import (
     LINK,
     Entry,
@@ -128,6 +130,7 @@ def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
             entries = versions(dataset, held)
             ours = [e for e in entries if e.why is None]
             protected = {e.name for e in ours[-keep:]} | {store.latest()}
+            mixed = referenced(dataset, held, prune=not dry_run)  # drawn from by a live mixture
             actions = [
                 Action(f"{dataset.name}/{e.name}", f"skipped, {e.why}", refused=True)
                 for e in entries
@@ -135,7 +138,10 @@ def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
             ]
             tally = Freed()  # a dry run: files shared by versions removed together count once
             for entry in ours:
-                if entry.name not in protected:
+                if entry.name not in protected and entry.name in mixed:
+                    why = f"kept, the mixture {mixed[entry.name]} draws from it"
+                    actions.append(Action(f"{dataset.name}/{entry.name}", why))
+                elif entry.name not in protected:
                     actions.append(_remove_version(store, entry, dry_run, tally))
             for left in leftovers(dataset, held):
                 actions.append(_remove_leftover(store, left.name, left.live, dry_run, tally))

@@ -22,6 +22,7 @@ from curate.loader.dtypes import output_dtype
 from curate.loader.rows import Rows, list_columns, views
 from curate.loader.stream import SampleOrder
 from curate.loader.torch_dataset import torch_class
+from curate.mixture_order import MixtureOrder, hold_sources, is_mixture, mixture_rows
 from curate.version import Version
 from curate.version import open as open_version
 
@@ -96,6 +97,7 @@ class Tokens:
         self.split = split if split is not None or not version.splits else "train"
         version.split_shard_paths(self.split)  # an unknown split fails here, by name
         self.tokenizer, self.pack = _tokenizer_record(version)
+        self.sources = hold_sources(version) if is_mixture(version) else []  # gc keeps them
 
     def __repr__(self) -> str:
         split = f" {self.split}" if self.split else ""
@@ -201,6 +203,8 @@ class Tokens:
         stored = [np.dtype(schema.field(n).type.value_type.to_pandas_dtype()) for n in names]
         out = output_dtype(dtype, stored)
         cls: type[Rows] = torch_class(Rows) if "torch" in sys.modules else Rows
+        if order is None and is_mixture(self.version):  # a mixture: its samples, index order
+            order = MixtureOrder(mixture_rows(self.version))
         return cls(views(self.table, names), self.table.num_rows, seed, epoch, shuffle, rank,
                    world_size, position, dtype=out, epochs=epochs, order=order)  # fmt: skip
 
@@ -258,5 +262,23 @@ class Tokens:
         cls = TokenBlocks
         if "torch" in sys.modules:  # the trainer uses torch: be its IterableDataset
             cls = torch_class(TokenBlocks)
+        if order is None:
+            order = _mixture_blocks(self.version, block_starts, seq_len, self.pack)
         return cls(views, starts, block_starts, n, seq_len, seed, epoch, shuffle, rank, world_size,
                    position, dtype=out, epochs=epochs, order=order)  # fmt: skip
+
+
+def _mixture_blocks(
+    version: Version, full: np.ndarray | None, seq_len: int, pack: dict[str, Any]
+) -> MixtureOrder | None:
+    """A mixture's samples as blocks (its packed full rows, in index order); None: no mixture."""
+    if not is_mixture(version):
+        return None
+    if full is None or pack.get("seq_len") != seq_len:
+        raise CurateError(
+            f"blocks({seq_len}): a mixture is read by its samples: its packed rows "
+            f"(blocks({pack.get('seq_len')})) or rows(); its weights hold per sample"
+        )
+    lengths = version.to_arrow().column("num_tokens").to_numpy()
+    full_rows = np.flatnonzero(lengths == seq_len)
+    return MixtureOrder(np.searchsorted(full_rows, mixture_rows(version)))

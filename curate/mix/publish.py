@@ -18,12 +18,14 @@ import logging
 import os
 import time
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 import curate
+from curate import mixture_refs
 from curate.dirfd import Folder
 from curate.manifest import Counts, FileRecord, Manifest, StageRecord
 from curate.mix.links import link_shard
@@ -90,10 +92,24 @@ def publish_mixture(
                     file_mode,
                     fsync=mixture.output.fsync,
                 )
+            _refer(store.path / name, sources)
             path = store.publish(staging, name, fingerprint, fsync=mixture.output.fsync)
     store.discard(store.staging_name(fingerprint))
     log.info("published mixture %s", path)
     return Version(path).hold()
+
+
+def _refer(mixture: Path, sources: list[Source]) -> None:
+    """Tell each source's dataset folder that this mixture draws from it (`curate gc` keeps
+    it); before the rename, while the build holds the sources' read locks, so no gc can
+    collect a source in between. A folder that cannot take the entry is said, not fatal."""
+    for s in sources:
+        try:
+            with Folder.open(s.version.path.parent) as dataset:
+                mode = os.fstat(dataset.fd).st_mode & 0o777
+                mixture_refs.record(dataset, mixture, s.version.name, s.version.fingerprint, mode)
+        except OSError as exc:
+            log.warning("%s: gc is not told this mixture draws from it: %s", s.version.path, exc)
 
 
 def _link_all(sources: list[Source], out: Folder, modes: tuple[int, int]) -> list[list[FileRecord]]:

@@ -224,3 +224,23 @@ def test_every_rank_may_prepare_at_once(folder: Path, mixed: curate.Version) -> 
     assert {out.strip() for out, _ in said} == {str(folder / "out" / "ranks" / "v1")}
     assert [p.name for p in (folder / "out" / "ranks").glob("v*")] == ["v1"]
     assert verify(folder / "out" / "ranks" / "v1") == []
+
+
+def test_open_tokens_reads_the_samples_in_index_order(mixed: curate.Version) -> None:
+    from curate.loader import open_tokens
+
+    tokens = open_tokens(mixed.path)
+    assert len(tokens.sources) == 3  # the sources' read locks: gc leaves them
+    sources, rows = index_of(mixed)
+    record = mixed.manifest["mixture"]["sources"]
+    tables = [curate.open(Path(s["path"])).to_arrow() for s in record]
+    want = [tables[k].column("input_ids")[int(r)].values.to_numpy() for k, r in
+            zip(sources[:50], rows[:50], strict=True)]  # fmt: skip
+    blocks = tokens.blocks(16, shuffle=False)
+    assert len(blocks) == 1000
+    got = [blocks[i] for i in range(50)]
+    assert all(np.array_equal(a, b) for a, b in zip(got, want, strict=True))
+    first = tokens.rows(["input_ids"], shuffle=False)
+    assert np.array_equal(first[7]["input_ids"], want[7])
+    with pytest.raises(CurateError, match=r"blocks\(8\): a mixture is read by its samples"):
+        tokens.blocks(8)
