@@ -244,3 +244,53 @@ def test_open_tokens_reads_the_samples_in_index_order(mixed: curate.Version) -> 
     assert np.array_equal(first[7]["input_ids"], want[7])
     with pytest.raises(CurateError, match=r"blocks\(8\): a mixture is read by its samples"):
         tokens.blocks(8)
+
+
+def test_chat_mixed_with_text_is_refused(folder: Path) -> None:
+    repo = Path(curate.__file__).parent.parent
+    recipe = {
+        "name": "chat",
+        "inputs": [str(repo / "sample_data" / "chat" / "alpaca.jsonl")],
+        "id_field": "id",
+        "chat": {"shape": "alpaca"},
+        "stages": [{"chat_template": {"source": str(repo / "sample_data/chat/tokenizer")}}],
+        "output": {"root": "out", "fsync": False},
+        "engine": {"workers": 1},
+    }
+    (folder / "chat.yaml").write_text(json.dumps(recipe))
+    sources = [{"recipe": "code.yaml", "weight": 1}, {"recipe": "chat.yaml", "weight": 1}]
+    path = mixture_file(folder, sources, file="m-chat.yaml", name="m-chat", budget=64)
+    with pytest.raises(CurateError, match=r"m-chat.yaml:\d+: sources\[1\]: cannot mix chat with "
+                       r"code: chat holds chat records, code text"):  # fmt: skip
+        prepare(path)
+
+
+def test_different_tokenizers_are_refused(folder: Path) -> None:
+    repo = Path(curate.__file__).parent.parent
+    other = folder / "other-tokenizer"
+    other.mkdir(exist_ok=True)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        (other / name).write_bytes((repo / "sample_data" / "tokenizer" / name).read_bytes())
+    data = json.loads((other / "tokenizer.json").read_text())
+    vocab = data["model"]["vocab"]
+    data["added_tokens"].append({"id": len(vocab) + 50, "content": "<|extra|>", "special": True,
+                                 "single_word": False, "lstrip": False, "rstrip": False,
+                                 "normalized": False})  # fmt: skip
+    (other / "tokenizer.json").write_text(json.dumps(data))
+    source_recipe(folder, "retok", 40)
+    retok = yaml_of(folder / "retok.yaml")
+    retok["stages"][0]["tokenize"]["source"] = str(other)
+    (folder / "retok.yaml").write_text(json.dumps(retok))
+    sources = [{"recipe": "code.yaml", "weight": 1}, {"recipe": "retok.yaml", "weight": 1}]
+    path = mixture_file(folder, sources, file="m-retok.yaml", name="m-retok", budget=320)
+    with pytest.raises(CurateError, match=r"sources\[1\]: cannot mix retok with code: tokenized "
+                       r"with different tokenizers"):  # fmt: skip
+        prepare(path)
+
+
+def yaml_of(path: Path) -> dict[str, object]:
+    import yaml
+
+    data = yaml.safe_load(path.read_text())
+    assert isinstance(data, dict)
+    return data
