@@ -55,6 +55,7 @@ def barrier_candidates(
             "kept_id": decided.column("duplicate_of"),
             "kept_text": pa.nulls(len(ids), pa.string()),
             "similarity": decided.column("similarity"),
+            "changed": pa.array([False] * len(ids), pa.bool_()),
         },
         schema=CANDIDATES,
     )

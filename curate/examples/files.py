@@ -112,7 +112,14 @@ def _shown(rows: pa.Table, position: int, redactor: Redactor) -> pa.Table:
     """One stage's chosen rows as the version keeps them: keys for ids, texts through PII."""
     ids = rows.column("id").to_pylist()
     kept = rows.column("kept_id").to_pylist()
-    texts = redactor.texts(position, rows.column("text").to_pylist())
+    texts = rows.column("text").to_pylist()
+    changed = rows.column("changed").to_pylist()
+    removed = [i for i, c in enumerate(changed) if not c]
+    offered = [i for i, c in enumerate(changed) if c]  # through the stage itself already
+    for picked, start in ((removed, position), (offered, position + 1)):
+        shown = redactor.texts(start, [texts[i] for i in picked])
+        for i, text in zip(picked, shown, strict=True):
+            texts[i] = text
     kept_keys = [key_of(i) if i is not None else None for i in kept]
     return pa.table(
         {

@@ -36,6 +36,8 @@ class Redactor:
     def texts(self, position: int, texts: list[str | None]) -> list[str | None]:
         """Texts taken at stage `position`, through the pii stages from there on, clipped to
         what an example shows."""
+        if not texts:
+            return []
         for at, stage in self.stages:
             if at >= position:
                 texts = stage.shown(texts)

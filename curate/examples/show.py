@@ -18,6 +18,12 @@ def select(table: pa.Table, selector: str) -> list[dict[str, Any]]:
     """The examples `selector` names, in file order; an error names what there is."""
     stage, _, reason = selector.partition(":")
     rows = table.to_pylist()
+    if not rows:
+        raise CurateError(
+            "this version keeps no examples: its recipe said output.examples: false, or has "
+            "no pii stage (output.examples: {without_pii: true} keeps them anyway), no stage "
+            "removed anything, or an older curate made it"
+        )
     chosen = [
         r
         for r in rows

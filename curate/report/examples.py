@@ -15,7 +15,7 @@ from curate.report.markup import esc
 
 NOTE = (
     '<p class="note">documents chosen by the smallest hash of their id, per stage and reason; '
-    "texts (at most 2,000 characters) and ids with every value the recipe's pii stage finds "
+    "texts (at most 1,000 characters) and ids with every value the recipe's pii stage finds "
     "replaced by its type</p>"
 )
 

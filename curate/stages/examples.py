@@ -41,9 +41,9 @@ TYPE = pa.struct(
     ]
 )
 
-SHOWN = 2000
+SHOWN = 1000
 """Characters of a document an example keeps (a report shows a glimpse, not the document)."""
-MARGIN = 1000
+MARGIN = 300
 """Characters kept past `SHOWN` until the text has been through PII: a value cut in half
 at the end is still found whole, and then cut away with the rest."""
 
@@ -65,10 +65,13 @@ CANDIDATES = pa.schema(
         pa.field("kept_id", pa.string()),
         pa.field("kept_text", pa.string()),
         pa.field("similarity", pa.float32()),
+        pa.field("changed", pa.bool_()),
     ]
 )
 """Chosen documents before publish (staged per partition and flush), text not yet through
-PII; `characters` is the whole document's length, `kept_*` what a duplicate duplicates."""
+PII; `characters` is the whole document's length, `kept_*` what a duplicate duplicates,
+`changed` true for a document the stage changed and offered (its text is the stage's own
+output: a pii stage's already shows every value it finds as its type)."""
 
 
 def id_hash(value: str) -> int:
@@ -139,6 +142,7 @@ def candidates(removed: list[pa.Table], k: int) -> pa.Table | None:
                     "kept_id": picked.column("duplicate_of"),
                     "kept_text": pa.nulls(picked.num_rows, pa.string()),
                     "similarity": picked.column("similarity"),
+                    "changed": pc.invert(example.field("removed")),
                 },
                 schema=CANDIDATES,
             )

@@ -189,6 +189,8 @@ def test_off_switch_and_a_recipe_without_pii(tmp_path: Path) -> None:
     version = build(tmp_path, off, root="off")
     assert version.manifest["examples"] == [] and not (version.path / "examples").exists()
     assert version.examples().num_rows == 0
+    shown = CliRunner().invoke(main, ["show", str(version.path), "--examples", "exact_dedup"])
+    assert shown.exit_code != 0 and "keeps no examples" in shown.output
     no_pii = recipe(stages=[s for s in copy.deepcopy(recipe()["stages"]) if "pii" not in s])
     version = build(tmp_path, no_pii, root="no-pii")
     assert version.manifest["examples"] == []  # nothing would take the values out
