@@ -10,14 +10,22 @@ its lock and then find what it published).
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Literal
 
+from curate.progress import ProgressFn
 from curate.recipe import Recipe
 from curate.version import Version
 
 
-def prepare(recipe: Recipe | str | os.PathLike[str], **options: Any) -> Version:
-    """The version for a recipe (`curate.run`'s options apply), or for a mixture file."""
+def prepare(
+    recipe: Recipe | str | os.PathLike[str],
+    *,
+    progress: ProgressFn | None = None,
+    workers: int | None = None,
+    verify: Literal["sizes", "full"] = "sizes",
+) -> Version:
+    """The version for a recipe (as `curate.run`, whose options these are), or for a mixture
+    file (its recipe sources built with the recipes' own settings)."""
     if not isinstance(recipe, Recipe):
         from curate.mix.prepare import is_mixture_file
 
@@ -27,4 +35,4 @@ def prepare(recipe: Recipe | str | os.PathLike[str], **options: Any) -> Version:
             return prepare_mixture(recipe)
     from curate.runner import run
 
-    return run(recipe, **options)
+    return run(recipe, progress=progress, workers=workers, verify=verify)

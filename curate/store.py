@@ -11,6 +11,7 @@
   .lock-<fp>           held by the process building that fingerprint
   .locks/<v>.lock      held shared by every reader of version v (`Version.hold`)
   .deleting-<v>-<pid>/ a version `curate gc` is removing (curate.gc): never listed or served
+  .mixtures/<key>-<v>  a mixture draws from version v (curate.mixture_refs): gc keeps it
 ```
 A version becomes visible only by `rename(2)` of a complete folder, and `LATEST` is
 replaced atomically, so a reader never sees a half-written version.
