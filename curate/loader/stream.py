@@ -38,7 +38,7 @@ class Permutation:
         return _permutation(self.samples_per_epoch, self.seed, epoch, self.shuffle)
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=2)  # this epoch and the next: 8 bytes a sample each
 def _permutation(n: int, seed: int, epoch: int, shuffle: bool) -> np.ndarray:
     if not shuffle:
         return np.arange(n)
