@@ -85,19 +85,19 @@ def write_examples(
                 found = barrier_candidates(staging, k, partitions, barrier, per_reason, held)
                 if found is not None:
                     parts.append(found)
-    if not parts:
-        return []
-    chosen = choose(pa.concat_tables(parts), per_reason)
-    redactor = Redactor(stages)
-    written = []
-    positions = chosen.column("position").to_pylist()
-    for position in sorted(set(positions)):
-        rows = chosen.filter(pc.equal(chosen.column("position"), position))
-        table = _shown(rows, position, redactor)
-        path = out / file_name(position, table.column("stage")[0].as_py())
-        path.parent.mkdir(exist_ok=True)
-        info = write_table(path, table, fsync=fsync, file_mode=file_mode, relative_to=out)
-        written.append(info.to_dict())
+        if not parts:
+            return []
+        chosen = choose(pa.concat_tables(parts), per_reason)
+        redactor = Redactor(stages, held)
+        written = []
+        positions = chosen.column("position").to_pylist()
+        for position in sorted(set(positions)):
+            rows = chosen.filter(pc.equal(chosen.column("position"), position))
+            table = _shown(rows, position, redactor)
+            path = out / file_name(position, table.column("stage")[0].as_py())
+            path.parent.mkdir(exist_ok=True)
+            info = write_table(path, table, fsync=fsync, file_mode=file_mode, relative_to=out)
+            written.append(info.to_dict())
     return written
 
 

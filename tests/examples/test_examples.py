@@ -214,3 +214,24 @@ def test_verify_checks_the_examples_files(planted: tuple[Path, curate.Version]) 
     target.write_bytes(bytes(data))
     problems = verify(copy_of)
     assert any(p.startswith("examples/01-filter_length.arrow") for p in problems), problems
+
+
+def test_a_rerun_after_a_late_change_takes_what_pii_showed_from_the_cache(
+    tmp_path: Path,
+) -> None:
+    """Setting up Presidio costs seconds; a rerun whose examples are the texts of last time
+    (a stage after pii changed, removing the same documents, as a new tokenizer does) takes
+    what the pii stage showed from the stage cache, and sets no pii stage up."""
+    from curate.engines import tasks
+
+    make_data(tmp_path)
+    first = build(tmp_path, recipe())
+    changed = recipe()
+    changed["stages"][5]["filter_length"]["max_words"] = 10**6  # the same documents go
+    tasks._READY.clear()
+    cached = build(tmp_path, changed)
+    set_up = [key for key in tasks._READY if key.startswith("curate.stages.pii.")]
+    assert set_up == []
+    scratch = build(tmp_path, changed, root="scratch")
+    assert example_files(cached) == example_files(scratch)
+    assert example_files(cached) == example_files(first)
