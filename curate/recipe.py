@@ -41,7 +41,7 @@ from curate.sizes import ByteSize
 from curate.stages.base import Stage, StageParams
 from curate.stages.chain import build_stages
 from curate.stages.registry import resolve
-from curate.yaml_lines import alias_problem, duplicate_keys, format_loc, line_of
+from curate.yaml_lines import format_loc, line_of, load_file
 
 FIELD_TYPES: dict[str, pa.DataType] = {
     "string": pa.string(),
@@ -414,34 +414,7 @@ class Recipe(_Strict):
     def load(cls, path: str | Path) -> Recipe:
         """Read and validate a recipe file; raise CurateError naming file, YAML path and line."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise CurateError(f"recipe {path} does not exist") from None
-        except IsADirectoryError:
-            raise CurateError(f"recipe {path} is a folder; name the recipe's .yaml file") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CurateError(f"recipe {path} cannot be read: {exc}") from None
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            aliases = alias_problem(node)
-            if aliases is not None:
-                raise CurateError(f"{path}:{aliases[0]}: {aliases[1]}")
-            data = loader.construct_document(node) if node is not None else None
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = f":{mark.line + 1}" if mark else ""
-            raise CurateError(f"{path}{line}: invalid YAML: {exc.problem or exc.context}") from None
-        except RecursionError:
-            raise CurateError(f"{path}: invalid YAML: nested too deeply") from None
-        finally:
-            loader.dispose()
-        dups = duplicate_keys(node)
-        if dups:
-            raise CurateError(
-                "\n".join(f"{path}:{line}: {format_loc(loc)}: duplicate key" for loc, line in dups)
-            )
+        data, node = load_file(path, "recipe")
         return _validate(data, str(path), node, path.parent)
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -110,3 +112,40 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     if isinstance(node, yaml.MappingNode):
         return [n for pair in node.value for n in pair]
     return []
+
+
+def load_file(path: Path, kind: str) -> tuple[Any, yaml.Node | None]:
+    """A YAML file of `kind` (recipe, mixture) read safely: its data and node tree, or a
+    CurateError naming the file and line (unreadable, invalid YAML, aliases, duplicate
+    keys), so every file curate reads reports problems the same way."""
+    from curate.errors import CurateError
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CurateError(f"{kind} {path} does not exist") from None
+    except IsADirectoryError:
+        raise CurateError(f"{kind} {path} is a folder; name the {kind}'s .yaml file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CurateError(f"{kind} {path} cannot be read: {exc}") from None
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        aliases = alias_problem(node)
+        if aliases is not None:
+            raise CurateError(f"{path}:{aliases[0]}: {aliases[1]}")
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise CurateError(f"{path}{line}: invalid YAML: {exc.problem or exc.context}") from None
+    except RecursionError:
+        raise CurateError(f"{path}: invalid YAML: nested too deeply") from None
+    finally:
+        loader.dispose()
+    dups = duplicate_keys(node)
+    if dups:
+        raise CurateError(
+            "\n".join(f"{path}:{line}: {format_loc(loc)}: duplicate key" for loc, line in dups)
+        )
+    return data, node

@@ -30,7 +30,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from curate.errors import CurateError
-from curate.yaml_lines import alias_problem, duplicate_keys, format_loc, line_of
+from curate.yaml_lines import format_loc, line_of, load_file
 
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
 
@@ -144,32 +144,7 @@ class Mixture(_Strict):
     def load(cls, path: str | Path) -> Mixture:
         """Read and validate a mixture file; raise CurateError naming file, YAML path and line."""
         path = Path(path)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise CurateError(f"mixture {path} does not exist") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise CurateError(f"mixture {path} cannot be read: {exc}") from None
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            aliases = alias_problem(node)
-            if aliases is not None:
-                raise CurateError(f"{path}:{aliases[0]}: {aliases[1]}")
-            data = loader.construct_document(node) if node is not None else None
-        except yaml.MarkedYAMLError as exc:
-            mark = exc.problem_mark or exc.context_mark
-            line = f":{mark.line + 1}" if mark else ""
-            raise CurateError(f"{path}{line}: invalid YAML: {exc.problem or exc.context}") from None
-        except RecursionError:
-            raise CurateError(f"{path}: invalid YAML: nested too deeply") from None
-        finally:
-            loader.dispose()
-        dups = duplicate_keys(node)
-        if dups:
-            raise CurateError(
-                "\n".join(f"{path}:{line}: {format_loc(loc)}: duplicate key" for loc, line in dups)
-            )
+        data, node = load_file(path, "mixture")
         return _validate(data, str(path), node, path.parent)
 
 
