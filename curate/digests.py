@@ -24,6 +24,17 @@ def sha256_file(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+def sha256_fd(fd: int) -> str:
+    """The sha256 of the file open at `fd`, read with pread (its offset left alone): a
+    file opened through a held folder descriptor, never by a path that could be swapped."""
+    h = hashlib.sha256()
+    offset = 0
+    while chunk := os.pread(fd, CHUNK, offset):
+        h.update(chunk)
+        offset += len(chunk)
+    return h.hexdigest()
+
+
 def remembered_sha256(path: Path) -> str:
     """`sha256_file`, remembered per (path, size, mtime) in this process."""
     st = os.stat(path)

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import logging
 import os
 import re
@@ -33,7 +32,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from curate.digests import CHUNK
+from curate.digests import sha256_fd
 from curate.dirfd import Folder
 from curate.manifest import FileRecord
 from curate.phases import mark
@@ -214,7 +213,7 @@ def _link(
             if (made.st_dev, made.st_ino) != (st.st_dev, st.st_ino):
                 return "was replaced while it was linked"
             key = (st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns)
-            digest = hashed.get(key) or _sha256(fd)
+            digest = hashed.get(key) or sha256_fd(fd)
             hashed[key] = digest
             if digest != record.sha256:
                 return "does not hold the bytes its manifest lists (damaged): not spread"
@@ -225,15 +224,6 @@ def _link(
                 target.unlink(temp)
     finally:
         os.close(fd)
-
-
-def _sha256(fd: int) -> str:
-    h = hashlib.sha256()
-    offset = 0
-    while chunk := os.pread(fd, CHUNK, offset):
-        h.update(chunk)
-        offset += len(chunk)
-    return h.hexdigest()
 
 
 def _drop_stale_temps(out: Folder, records: list[FileRecord]) -> None:

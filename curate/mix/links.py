@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from curate.digests import CHUNK
+from curate.digests import sha256_fd
 from curate.dirfd import Folder
 from curate.errors import CurateError
 
@@ -56,7 +55,7 @@ def link_shard(
         try:
             with _walk(out, dest[:-1], dir_mode) as into:
                 _check(fd, where, record, into, sealed)
-                if _sha256(fd) != record.get("sha256"):
+                if sha256_fd(fd) != record.get("sha256"):
                     raise CurateError(
                         f"{where} does not hold the bytes its manifest lists (damaged): "
                         "not mixed; `curate verify` on its version says more"
@@ -106,12 +105,3 @@ def _unlinkable(where: str, into: Path, exc: OSError) -> str:
         )
     name = errno.errorcode.get(exc.errno or 0, "error")
     return f"{where} cannot be hard-linked into {into} ({name}: {exc.strerror}): not mixed"
-
-
-def _sha256(fd: int) -> str:
-    h = hashlib.sha256()
-    offset = 0
-    while chunk := os.pread(fd, CHUNK, offset):
-        h.update(chunk)
-        offset += len(chunk)
-    return h.hexdigest()
