@@ -272,15 +272,19 @@ def _run(recipe: Path) -> str:
 
 
 def _outside_the_data(version: Path) -> dict[str, str]:
-    """Every file of the version but its shards, as text (Arrow tables decoded)."""
+    """Every file of the version but its shards and its examples (removed documents' text
+    by design, passed through the recipe's pii stage: `tests/examples/`), as text (Arrow
+    tables decoded)."""
     out = {}
     for path in sorted(version.rglob("*")):
-        if not path.is_file() or "shards" in path.relative_to(version).parts:
+        parts = path.relative_to(version).parts
+        if not path.is_file() or "shards" in parts or parts[0] == "examples":
             continue
         raw = path.read_bytes()
         text = raw.decode("utf-8", "replace")
-        if path.suffix == ".arrow":
-            with pa.ipc.open_stream(raw) as reader:
+        if path.suffix == ".arrow":  # a stream (shards, side outputs) or a file (lineage)
+            opened = pa.ipc.open_file if raw.startswith(b"ARROW1") else pa.ipc.open_stream
+            with opened(raw) as reader:
                 text += json.dumps(reader.read_all().to_pylist(), ensure_ascii=False)
         out[str(path.relative_to(version))] = text
     return out

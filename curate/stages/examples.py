@@ -163,10 +163,14 @@ def attach(stage: Stage, before: pa.RecordBatch, removed: pa.Table, k: int) -> p
         wanted = pa.array([ids[i] for i in rows], pa.string())
         where = pc.index_in(wanted, value_set=before.column(ID))
         texts = stage.document_texts(before.take(where)).to_pylist()
-        for i, text in zip(rows, texts, strict=True):
+        clipped = [clip(t) for t in texts]
+        shown = getattr(stage, "shown", None)
+        if shown is not None:  # a pii stage's own removals: never kept with their values,
+            clipped = shown(clipped)  # not even in staging or the stage cache
+        for i, text, kept in zip(rows, texts, clipped, strict=True):
             values[i] = {
                 "position": stage.context.position,
-                "text": clip(text),
+                "text": kept,
                 "characters": len(text) if text is not None else 0,
                 "removed": True,
             }
