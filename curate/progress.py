@@ -47,14 +47,14 @@ class Work:
     """What a phase's running and finished partitions did so far in this run."""
 
     docs: int = 0
-    nbytes: int = 0  # Arrow bytes of the documents entering the pass
+    nbytes: int = 0  # first pass over plain files: input bytes read; else Arrow bytes
     docs_total: int | None = None  # known after the first pass (the rows staged for it)
     bytes_total: int | None = None  # first pass, plain files: the partitions' input bytes
     note: str = ""  # a barrier's decision: the step it is on
 
     def fraction(self) -> float | None:
-        """How far along, by documents when their total is known, else by bytes (input
-        bytes against Arrow bytes: near for JSON lines, so capped below 1 until done)."""
+        """How far along, by documents when their total is known, else by input bytes
+        (capped below 1 until done: a partition's last line is counted when it ends)."""
         if self.docs_total:
             return min(1.0, self.docs / self.docs_total)
         if self.bytes_total:
@@ -279,6 +279,8 @@ class TqdmProgress(_Renderer):
             self.drawn_at[phase] = now
             if finished:
                 count = of if unit != "B" else max(count, of)
+            elif unit == "B":  # Arrow bytes against a file's (csv, json): near, not exact
+                count = min(count, of - 1)
             bar.total = max(of, count)
             note = [f"{done}/{total}"] if unit not in ("part", "step") else []
             if work is not None and work.note:

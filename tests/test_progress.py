@@ -74,6 +74,8 @@ def test_a_long_single_partition_reports_documents_and_bytes_before_it_finishes(
     bytes_total = {w.bytes_total for w in running}
     inputs = sum(p.stat().st_size for p in (tmp_path / "data").iterdir())
     assert bytes_total == {inputs}  # plain JSONL: the input bytes, for the ETA
+    counted = [w.nbytes for w in running]  # the same unit: bytes of the file read so far
+    assert counted == sorted(counted) and max(counted) <= inputs, (counted, inputs)
     last = first[-1]
     assert last[2] == last[3] and last[4] is not None
     assert last[4].docs == version.manifest["counts"]["read"]  # the final report is whole
@@ -136,6 +138,31 @@ def test_a_terminal_is_redrawn_at_most_every_interval(tmp_path: Path) -> None:
     assert "ETA" in draws[-3] and "ETA" not in draws[-1]
     progress("pass 1", 2, 2)  # a late poll after the phase ended draws nothing more
     assert len(stream.getvalue().split("\r\033[K")[1:]) == len(draws)
+
+
+def test_a_first_pass_counts_the_bytes_of_the_file_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In Arrow, a batch takes more bytes than its JSON lines: counted against the file's
+    size, a bar ran past its total (seen under load, when a frame came before the end)."""
+    import pyarrow as pa
+
+    monkeypatch.setenv("CURATE_PROGRESS_EVERY", "0")
+    path = tmp_path / "part"
+    lines = [b'{"text": "%d"}\n' % i for i in range(100)]
+    starts = [100 + sum(map(len, lines[:i])) for i in range(100)]  # the range begins at 100
+    stop = starts[-1] + len(lines[-1])
+    chunks = [
+        (pa.record_batch({"text": ["x" * 50] * 10, "_offset": starts[i : i + 10]}), i)
+        for i in range(0, 100, 10)
+    ]
+    arrow = 0
+    for batch, i in metered(iter(chunks), path, (100, stop)):
+        if i:  # what the chunk before wrote: its rows, the bytes up to its last line start
+            assert path.read_text().split() == [str(i), str(starts[i - 1] - 100)]
+        arrow += batch.nbytes
+    assert arrow > stop - 100  # what counting Arrow bytes would have said: past the end
+    assert path.read_text().split() == ["100", str(stop - 100)]  # all of it, once done
 
 
 def test_workers_rewrite_their_progress_file_at_most_every_interval(

@@ -122,6 +122,9 @@ def _staged_rows(record: PartitionRecord) -> int:
     return sum(segment_rows(seg) for seg in record.files.segments)
 
 
+_COMPRESSED = ("jsonl.gz", "jsonl.zst")
+
+
 def _work_totals(
     todo: list[PassTask], previous: list[PartitionRecord]
 ) -> tuple[int | None, int | None]:
@@ -132,6 +135,6 @@ def _work_totals(
     if todo[0].pass_index > 0:
         return sum(_staged_rows(r) for r in previous), None
     parts = [t.partition for t in todo]
-    if all(p.unit == "bytes" for p in parts):
+    if all(p.unit == "bytes" and p.input.format not in _COMPRESSED for p in parts):
         return None, sum(p.stop - p.start for p in parts)
     return None, None

@@ -243,7 +243,10 @@ class PartitionRun:
         skip = self.consumed
         try:
             at = self.task.staging.progress(self.task.pass_index, self.part.key)
-            for i, (batch, quarantined, chunk) in enumerate(metered(self._chunks(), at)):
+            span = None  # a first pass over a byte range counts the input bytes it read
+            if self.task.pass_index == 0 and self.part.input.format == "jsonl":
+                span = (self.part.start, self.part.stop)
+            for i, (batch, quarantined, chunk) in enumerate(metered(self._chunks(), at, span)):
                 if i < skip:
                     continue  # done before the interruption; its side outputs are on disk
                 if self.keeper is not None:

@@ -26,7 +26,9 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from curate.io.batches import OFFSET
 from curate.progress import Detailed, ProgressFn, Work, interval, report
 
 log = logging.getLogger(__name__)
@@ -34,28 +36,41 @@ log = logging.getLogger(__name__)
 T = TypeVar("T", bound=tuple[Any, ...])
 
 
-def metered(chunks: Iterator[T], path: Path) -> Iterator[T]:
+def metered(chunks: Iterator[T], path: Path, span: tuple[int, int] | None = None) -> Iterator[T]:
     """The chunks (each a tuple whose first item is a record batch or None), counting each
-    one's rows and bytes into `path` once the loop over it has run its body."""
-    meter = _Meter(path)
+    one's rows and bytes into `path` once the loop over it has run its body.
+
+    The bytes are the Arrow bytes of the batches, except when `span` gives the byte range
+    of a plain file the pass reads (its first pass): then they are the bytes of that range
+    read so far (up to the last row's line start, from the reader's `_offset` column), the
+    very unit of the driver's `Work.bytes_total`, so a bar never counts past its total."""
+    meter = _Meter(path, span)
     for item in chunks:
         yield item
         meter.add(item[0])
+    if span is not None:
+        meter.nbytes = span[1] - span[0]
     meter.write()
 
 
 class _Meter:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, span: tuple[int, int] | None) -> None:
         self.path = path
         self.tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         self.every = interval()
+        self.span = span
         self.docs = self.nbytes = 0
         self.written_at = time.monotonic()
 
     def add(self, batch: pa.RecordBatch | None) -> None:
         if batch is not None:
             self.docs += batch.num_rows
-            self.nbytes += batch.nbytes
+            if self.span is None:
+                self.nbytes += batch.nbytes
+            elif batch.num_rows and OFFSET in batch.schema.names:
+                reached = pc.max(batch.column(OFFSET)).as_py()
+                if reached is not None:
+                    self.nbytes = max(self.nbytes, reached - self.span[0])
         if time.monotonic() - self.written_at >= self.every:
             self.write()
 
