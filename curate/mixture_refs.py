@@ -40,20 +40,37 @@ def record(dataset: Folder, mixture: Path, version: str, fingerprint: str, mode:
 
 
 def referenced(dataset: Path, held: Folder, *, prune: bool) -> dict[str, str]:
-    """{version: the live mixture folder that draws from it} for this dataset folder; with
-    `prune`, stale entries are removed."""
+    """{version: the first live mixture folder that draws from it} for this dataset folder;
+    with `prune`, stale entries are removed."""
+    return {version: found[0] for version, found in _all_live(dataset, held, prune).items()}
+
+
+def drawn_from(version: Path) -> list[Path]:
+    """The live mixture versions that draw from the version folder `version` (sorted): what
+    `curate forget --where` lists beside a version that holds forgotten documents (each
+    mixture's own draw from it: `curate.mixture_lookup.mixture_sources`)."""
+    version = Path(os.path.abspath(version))
+    try:
+        with Folder.open(version.parent) as held:
+            found = _all_live(version.parent, held, prune=False)
+    except OSError:
+        return []
+    return sorted(Path(m) for m in found.get(version.name, []))
+
+
+def _all_live(dataset: Path, held: Folder, prune: bool) -> dict[str, list[str]]:
     try:
         folder = held.folder(FOLDER)
     except OSError:  # none yet (or a link: not ours, not read)
         return {}
-    kept: dict[str, str] = {}
+    kept: dict[str, list[str]] = {}
     with folder:
-        for entry in folder.scandir():
+        for entry in sorted(folder.scandir(), key=lambda e: e.name):
             if entry.name.startswith(".") or not entry.is_file(follow_symlinks=False):
                 continue
             version, mixture = _live(dataset, folder, entry.name)
             if version is not None and mixture is not None:
-                kept.setdefault(version, mixture)
+                kept.setdefault(version, []).append(mixture)
             elif prune:
                 with contextlib.suppress(OSError):
                     folder.unlink(entry.name)

@@ -251,12 +251,17 @@ class Version:
         """A memory-mapped `datasets.Dataset`; `.map()` caches go to curate's cache folder.
 
         A version with splits gives a `DatasetDict` (train, validation, ...), or the named
-        split's `Dataset`.
+        split's `Dataset`. A mixture (`curate mix`) gives its samples in index order
+        (`curate.mixture_dataset`).
         """
         import datasets
 
         if split is not None:
             self.split_shard_paths(split)  # a name the version does not have fails here, by name
+        if self.manifest.get("mixture") is not None:  # its samples, in index order
+            from curate.mixture_dataset import mixture_dataset
+
+            return mixture_dataset(self)
         view = self.view_folder()
         ds = datasets.load_from_disk(str(view / split if split else view))
         assert isinstance(

@@ -36,6 +36,8 @@ def view_folder(version: Version, cache: Path) -> Path:
     view = views / f"{label}-{key}"
     links = _links(version)  # checked every time: the version's files are what is served
     marker = view / ("dataset_dict.json" if version.splits else "state.json")
+    if version.manifest.get("mixture") is not None:  # its shards only (curate.mixture_dataset)
+        marker = view / next(iter(links))
     if not marker.exists():
         tmp = views / f".{view.name}.tmp-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -57,6 +59,8 @@ def _links(version: Version) -> dict[str, Path]:
     for i, shard in enumerate(version.manifest["shards"]):
         rel = shard.get("path") if isinstance(shard, dict) else None
         links[str(rel)] = inside(version.path, rel, source=manifest, field=f"shards[{i}].path")
+    if version.manifest.get("mixture") is not None:
+        return links  # no datasets layout: its index says which rows are its samples
     for name in sorted(hf_files(version.splits)):
         links[name] = inside(version.path, name, source=manifest, field="splits")
     if version.splits:

@@ -22,6 +22,7 @@ from curate.version import Version
 from curate.version import open as open_version
 
 TOKENS = "input_ids"
+MIXTURE_ROWS = 1 << 16  # samples gathered per table when a mixture is exported
 LOSS_COLUMNS = ("labels", "loss_mask")
 
 
@@ -62,7 +63,16 @@ class Source:
         """labels or loss_mask: a chat version's loss, which a format must carry or refuse."""
         return next((c for c in LOSS_COLUMNS if c in self.names), None)
 
+    @property
+    def mixture(self) -> dict[str, Any] | None:
+        """A mixture version's record (`curate mix`): its samples are its index's rows."""
+        found: dict[str, Any] | None = self.manifest.get("mixture")
+        return found
+
     def parts(self) -> list[Part]:
+        if self.mixture is not None:  # one part: its samples in index order, repeats included
+            shards, samples = self.version.split_shard_paths(None), int(self.mixture["samples"])
+            return [Part("data", None, shards, samples, self.manifest["tokens"])]
         splits = self.manifest.get("splits")
         if not splits:
             shards = self.version.split_shard_paths(None)
@@ -82,6 +92,11 @@ class Source:
             yield from read_stream(path).to_batches()
 
     def tables(self, part: Part) -> Iterator[pa.Table]:
+        """The part's rows in order, a table at a time: each shard memory-mapped, or for a
+        mixture its samples taken from its shards in index order (`MIXTURE_ROWS` at a time)."""
+        if self.mixture is not None:
+            yield from _samples(self.version, part.shards)
+            return
         for path in part.shards:
             yield read_stream(path)
 
@@ -144,7 +159,37 @@ class Source:
         return "uint32" if "uint32" in kind else "uint16"
 
     def packing(self) -> dict[str, Any] | None:
+        if self.mixture is not None:  # no packing record of its own: its sources' packing
+            found = self._stage_details()
+            pack = (found[1].get("pack") or None) if found is not None else None
+            return pack if pack and pack.get("seq_len") else None
         return self.manifest.get("packing")
 
     def manifest_sha256(self) -> str:
         return hashlib.sha256((self.version.path / "manifest.json").read_bytes()).hexdigest()
+
+
+def _samples(version: Version, shards: list[Path]) -> Iterator[pa.Table]:
+    """A mixture's samples (`curate.mixture_order.mixture_rows`), gathered shard by shard:
+    each chunk of the index is split by the shard its rows lie in, taken from that shard's
+    memory-mapped table and put back in index order."""
+    import numpy as np
+
+    from curate.mixture_order import mixture_rows
+
+    tables = [read_stream(p) for p in shards]
+    starts = np.zeros(len(tables) + 1, dtype=np.int64)
+    np.cumsum([t.num_rows for t in tables], out=starts[1:])
+    rows = mixture_rows(version)
+    for begin in range(0, len(rows), MIXTURE_ROWS):
+        chunk = rows[begin : begin + MIXTURE_ROWS]
+        shard = np.searchsorted(starts, chunk, side="right") - 1
+        by_shard = np.argsort(shard, kind="stable")
+        pieces = []
+        for i in np.unique(shard):
+            local = chunk[shard == i] - starts[i]
+            pieces.append(tables[i].take(pa.array(local)))
+        gathered = pa.concat_tables(pieces)
+        back = np.empty(len(chunk), dtype=np.int64)
+        back[by_shard] = np.arange(len(chunk))
+        yield gathered.take(pa.array(back)).combine_chunks()
