@@ -80,8 +80,17 @@ def prepare(mixture: Mixture | str | os.PathLike[str]) -> Version:
     store = store_of(mixture)
     found, _ = published(store, fp, "sizes")
     if found is not None:
-        return found
+        return _found(store, fp, found)
     return _build(mixture, store, fp, built)
+
+
+def _found(store: Store, fp: str, found: Version) -> Version:
+    """The mixture published for this fingerprint, as the recipes' runs find theirs: a crash
+    between its rename and LATEST's update (or before its staging folder went) is repaired
+    here, at the cost of one folder listing when nothing is amiss."""
+    store.repair_latest()
+    store.drop_leftover_staging(fp)
+    return found
 
 
 def _build(mixture: Mixture, store: Store, fp: str, built: dict[int, Version]) -> Version:
@@ -95,7 +104,7 @@ def _build(mixture: Mixture, store: Store, fp: str, built: dict[int, Version]) -
         with store.lock(fp):
             found, _ = published(store, fp, "sizes")  # published by another caller meanwhile
             if found is not None:
-                return found
+                return _found(store, fp, found)
             try:
                 return publish_mixture(mixture, store, fp, sources)
             except CurateError:

@@ -33,6 +33,7 @@ from curate.mix.schedule import Draw, check_prefixes, draw, interleave
 from curate.mix.sources import Source
 from curate.mix.spec import Mixture
 from curate.mixture_record import MixtureIndex, MixtureRecord, MixtureSourceRecord
+from curate.phases import mark
 from curate.software import host, versions
 from curate.staging.names import OUT
 from curate.store import Store
@@ -120,6 +121,7 @@ def _link_all(sources: list[Source], out: Folder, modes: tuple[int, int]) -> lis
             rel = path.relative_to(s.version.path).as_posix()
             target = f"sources/{s.label}/{rel}"
             link_shard(s.version.path, rel, record, out, target, modes)
+            mark("mix_link")  # a crash test kills here: some shards linked, nothing visible
             fields = {k: record.get(k) for k in ("rows", "bytes", "sha256", "tokens", "documents")}
             own.append(FileRecord(path=target, **fields))
         linked.append(own)
@@ -136,7 +138,10 @@ def _write_index(
     data = sink.getvalue().to_pybytes()
     fd = out.open_file(INDEX, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_TRUNC, mode)
     with os.fdopen(fd, "wb") as f:
-        f.write(data)
+        f.write(data[: len(data) // 2])
+        f.flush()
+        mark("mix_index")  # and here: half the index on disk, in the staging folder
+        f.write(data[len(data) // 2 :])
         if fsync:
             f.flush()
             os.fsync(f.fileno())
