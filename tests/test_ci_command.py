@@ -1,5 +1,5 @@
 """`.ci/run` runs exactly README's test command, so what README promises a new engineer is
-what CI checks (the apt-get step that brings strace and chromium included)."""
+what CI checks (the apt-get step that brings strace, chromium and fasttext included)."""
 
 from __future__ import annotations
 
@@ -14,5 +14,5 @@ def test_ci_runs_readme_test_command() -> None:
     test_command = next(b for b in blocks if ".venv/bin/pytest" in b)
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()
     assert ci[-1] == test_command
-    assert "apt-get install -y strace chromium" in test_command
+    assert "apt-get install -y strace chromium fasttext" in test_command
     assert "[test,pii,ray,report]" in test_command

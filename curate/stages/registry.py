@@ -24,6 +24,7 @@ BUILTIN: dict[str, str] = {
     "decontaminate": "curate.stages.decontaminate:Decontaminate",
     "pii": "curate.stages.pii:Pii",
     "chat_template": "curate.stages.chat_template:ChatTemplate",
+    "classifier": "curate.stages.classifier:Classifier",
 }
 
 
