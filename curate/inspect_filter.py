@@ -10,9 +10,10 @@ report.examples["gopher_quality:min_doc_words"]   # [(id, text), ...]
 The sample is read in input order, spread over the partitions (an equal share from
 the start of each), and goes through the recipe's map stages before the filter (a
 barrier before it is skipped: it needs every document). Nothing is written. A stage
-whose `explain(batch)` names its rules (quality_filter) reports every rule on every document,
-so a rule's "alone" count is what it would remove with all other rules off; any other
-filter reports the reasons it gives.
+whose `explain(batch)` names its rules (quality_filter, url_filter) reports every rule on
+every document, so a rule's "alone" count is what it would remove with all other rules off;
+any other filter reports the reasons it gives. A stage with a `shown(batch)` method
+(url_filter: the URL) has that shown before each example's text.
 """
 
 from __future__ import annotations
@@ -131,6 +132,9 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
     ids = batch.column(ID).to_pylist()
     shown = TEXT in batch.schema.names or target.context.chat  # chat: the joined contents
     texts = target.document_texts(batch).to_pylist() if shown else [""] * len(ids)
+    label = getattr(target, "shown", None)  # url_filter: what it judged, the URL, goes first
+    if label is not None:
+        texts = [f"{u} | {t}" for u, t in zip(label(batch), texts, strict=True)]
     first = np.full(batch.num_rows, None, dtype=object)
     rules = target.explain(batch)
     if rules is not None:

@@ -95,6 +95,8 @@ _SLOTS: dict[str, tuple[str, Any]] = {
     "stage": (_NAME, re.compile(_NAME)),
     "budget": ("|".join(sorted(BUDGETS)), BUDGETS),
     "limit": (r"\d{1,3}(?:,\d{3})*", int),  # a bound from the recipe, shown as {limit:,}
+    # a URL list's name from the recipe, and a UT1 category (a folder name) after a slash
+    "list": (rf"{_NAME}(?:/{_NAME})?", re.compile(rf"{_NAME}(?:/{_NAME})?")),
 }
 _INT = r"\d+"
 
@@ -247,6 +249,10 @@ BENCHMARK = _reason("benchmark", "benchmark:{benchmark}")
 CLASSIFIER_BELOW = _reason("classifier_below", "classifier_below:{code}")  # the score column
 CLASSIFIER_ABOVE = _reason("classifier_above", "classifier_above:{code}")
 CLASSIFIER_LABEL = _reason("classifier_label", "classifier_label:{code}")  # the top label
+URL_DOMAIN = _reason("url_domain", "url_domain:{list}")
+URL_SUBSTRING = _reason("url_substring", "url_substring:{list}")
+for _code in ("url_banned_word", "url_soft_banned_words", "url_banned_subword", "url_missing"):
+    _reason(_code)
 STAGE_DEFAULT = _reason("stage_default", "{stage}")  # a filter that gave no reason: its name
 TEMPLATE_RAISED = _reason("template_raised", "template_raised: template line {line}")
 TEMPLATE_RAISED_SOMEWHERE = _reason("template_raised_somewhere", "template_raised")

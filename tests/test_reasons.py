@@ -34,7 +34,7 @@ SAMPLES: dict[str, Any] = {
     "field": "text", "benchmark": "quiz", "type": "int64", "kind": "a string", "key": "role",
     "role": "user", "codec": "gzip", "json": "Expecting value", "arrow": "Invalid value.",
     "change": "number to string", "error": "UndefinedError", "rule": "gopher_quality:min_words",
-    "code": "EMAIL_ADDRESS", "stage": "drop_keyword", "budget": "steps",
+    "code": "EMAIL_ADDRESS", "stage": "drop_keyword", "budget": "steps", "list": "ut1/adult",
 }  # fmt: skip
 
 

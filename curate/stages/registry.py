@@ -25,6 +25,7 @@ BUILTIN: dict[str, str] = {
     "pii": "curate.stages.pii:Pii",
     "chat_template": "curate.stages.chat_template:ChatTemplate",
     "classifier": "curate.stages.classifier:Classifier",
+    "url_filter": "curate.stages.url_filter:UrlFilter",
 }
 
 
