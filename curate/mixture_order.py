@@ -6,13 +6,12 @@ are the mixture's samples, in interleaved order. `MixtureOrder` is that order as
 `SampleOrder` (`curate.loader.stream`): each epoch of the stream is the mixture's samples
 in index order (a source's repetitions are already in it, as `max_epochs` allowed), so every
 prefix holds each source's share to one sample at any world size. Opening a mixture takes
-its sources' read locks, so `curate gc` leaves them while a trainer reads it.
+its sources' read locks (`curate.version.hold_sources`), so `curate gc` leaves them while a
+trainer reads it.
 """
 
 from __future__ import annotations
 
-import logging
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,8 +22,6 @@ from curate.paths import inside
 
 if TYPE_CHECKING:
     from curate.version import Version
-
-log = logging.getLogger(__name__)
 
 
 class MixtureOrder:
@@ -65,20 +62,3 @@ def mixture_rows(version: Version) -> np.ndarray:
         raise CurateError(f"{version.path}: its index names rows its shards do not hold; "
                           "`curate verify` checks it")  # fmt: skip
     return rows
-
-
-def hold_sources(version: Version) -> list[Version]:
-    """Read locks on the versions the mixture draws from, where they still are (a source
-    gone is said once: the mixture's own hard links still hold every byte it reads)."""
-    from curate.sealed import sealed_manifest
-    from curate.version import Version as Opened
-
-    held = []
-    for source in version.manifest["mixture"]["sources"]:
-        at = Path(source["path"])
-        manifest, why = sealed_manifest(at.parent, at.name, source["fingerprint"])
-        if manifest is None:
-            log.warning("%s: source %s is not at %s (%s)", version.path, source["name"], at, why)
-            continue
-        held.append(Opened(at, manifest=manifest).hold())
-    return held

@@ -15,6 +15,7 @@ from __future__ import annotations
 import builtins
 import fcntl
 import html
+import logging
 import os
 from collections.abc import Callable
 from functools import cached_property
@@ -38,6 +39,8 @@ if TYPE_CHECKING:
     from curate.lineage.trace import Trace
     from curate.report import Report
 
+log = logging.getLogger(__name__)
+
 
 def cache_dir() -> Path:
     base = os.environ.get("CURATE_CACHE") or os.path.join(
@@ -58,6 +61,7 @@ class Version:
         """`manifest`: its manifest.json as a caller just read and checked it (the sealed
         check does), so the version goes on with the same bytes instead of reading them again."""
         self._lock_fd: int | None = None  # first: __del__ runs even when __init__ raises
+        self.held_sources: builtins.list[Version] = []  # a mixture opened: its sources, held
         self.path = Path(path).resolve()
         if not (self.path / "manifest.json").is_file():
             raise CurateError(f"{self.path} is not a curate version (no manifest.json)")
@@ -100,6 +104,8 @@ class Version:
         return found
 
     def release(self) -> None:
+        for source in self.__dict__.get("held_sources", []):
+            source.release()
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)
@@ -118,8 +124,10 @@ class Version:
     def __getstate__(self) -> dict[str, Any]:
         """A copy (copy.copy, pickle to a DataLoader worker) does not share the lock's file
         descriptor: two objects closing one number would close some other file the second
-        time. The copy holds no lock until its own `hold()`."""
-        return {k: v for k, v in self.__dict__.items() if k != "_lock_fd"} | {"_lock_fd": None}
+        time. The copy holds no lock until its own `hold()` (nor its mixture's sources: its
+        `release()` must not release the original's)."""
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_lock_fd", "held_sources")}
+        return state | {"_lock_fd": None, "held_sources": []}
 
     @cached_property
     def manifest(self) -> dict[str, Any]:
@@ -337,7 +345,8 @@ def open(path: str | Path, version: str = "LATEST", *, check: bool = True) -> Ve
     """A version by its folder, or a dataset folder (`<root>/<name>`) and a version name.
 
     The version is held (a shared read lock, like `prepare()`'s) while the object lives: a
-    notebook or a trainer reading it must not find it removed by `curate gc --keep 1`.
+    notebook or a trainer reading it must not find it removed by `curate gc --keep 1`; a
+    mixture holds its sources too (`held_sources`), as the loader's `open_tokens` does.
     Its files are checked against the manifest (`Version.check_files`: present, own, of
     their listed size) unless `check=False`, which `curate verify` uses to report them all.
     """
@@ -351,4 +360,23 @@ def open(path: str | Path, version: str = "LATEST", *, check: bool = True) -> Ve
         except CurateError:
             opened.release()
             raise
+    if opened.manifest.get("mixture") is not None:  # a mixture: its sources' read locks too
+        opened.held_sources = hold_sources(opened)
     return opened
+
+
+def hold_sources(version: Version) -> builtins.list[Version]:
+    """Read locks on the versions a mixture (`curate mix`) draws from, where they still are,
+    so `curate gc` leaves them while it is read (a source gone is said once: the mixture's
+    own hard links still hold every byte it reads)."""
+    from curate.sealed import sealed_manifest
+
+    held = []
+    for source in version.manifest["mixture"]["sources"]:
+        at = Path(source["path"])
+        manifest, why = sealed_manifest(at.parent, at.name, source["fingerprint"])
+        if manifest is None:
+            log.warning("%s: source %s is not at %s (%s)", version.path, source["name"], at, why)
+            continue
+        held.append(Version(at, manifest=manifest).hold())
+    return held

@@ -22,8 +22,8 @@ from curate.loader.dtypes import output_dtype
 from curate.loader.rows import Rows, list_columns, views
 from curate.loader.stream import SampleOrder
 from curate.loader.torch_dataset import torch_class
-from curate.mixture_order import MixtureOrder, hold_sources, is_mixture, mixture_rows
-from curate.version import Version
+from curate.mixture_order import MixtureOrder, is_mixture, mixture_rows
+from curate.version import Version, hold_sources
 from curate.version import open as open_version
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ class Tokens:
         self.split = split if split is not None or not version.splits else "train"
         version.split_shard_paths(self.split)  # an unknown split fails here, by name
         self.tokenizer, self.pack = _tokenizer_record(version)
-        self.sources = hold_sources(version) if is_mixture(version) else []  # gc keeps them
+        held = version.held_sources  # curate.open() of a mixture holds them already
+        self.sources = held or (hold_sources(version) if is_mixture(version) else [])
 
     def __repr__(self) -> str:
         split = f" {self.split}" if self.split else ""

@@ -107,8 +107,11 @@ def test_opening_holds_the_sources_read_locks(mixed: curate.Version) -> None:
 
     tokens = open_tokens(mixed.path)
     assert held() == [True, True, True]
-    for source in tokens.sources:
-        source.release()
+    tokens.version.release()
+    assert held() == [False, False, False]
+    opened = curate.open(mixed.path)  # the plain reader of a version does the same
+    assert held() == [True, True, True] and len(opened.held_sources) == 3
+    opened.release()
     assert held() == [False, False, False]
 
 
@@ -124,3 +127,16 @@ def test_what_a_mixture_draws_is_there_for_forget(mixed: curate.Version) -> None
         assert d.shards == [s["path"] for s in source.manifest["shards"]]
         assert d.fingerprint == source.fingerprint
     assert mixture_sources(curate.open(drawn[0].path)) == []  # a plain version draws nothing
+
+
+def test_a_copy_of_an_opened_mixture_does_not_release_its_sources(mixed: curate.Version) -> None:
+    import copy
+
+    opened = curate.open(mixed.path)
+    source = Path(mixed.manifest["mixture"]["sources"][0]["path"])
+    twin = copy.copy(opened)
+    assert twin.held_sources == []
+    twin.release()
+    with Folder.open(source.parent) as dataset:
+        assert is_held(dataset, ".locks", f"{source.name}.lock")
+    opened.release()
