@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -76,6 +77,8 @@ class DocBatch:
         self.n = len(self.texts)
         self.measured: dict[str, Measured] = {}
         """rule -> what it measured, for the rules that compare a value with a threshold."""
+        self.rewrite: Any = None
+        """A rule set that removes lines (c4) leaves what it kept here (`c4.Rewrite`)."""
 
     def check(
         self, rule: str, values: np.ndarray, bound: str, threshold: float, kind: str = "ratio"

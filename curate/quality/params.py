@@ -25,6 +25,11 @@ class C4Params(StageParams):
     javascript: bool = Field(True, description="Skip lines mentioning javascript.")
     curly_bracket: bool = Field(True, description="Remove pages with '{'.")
     policy: bool = Field(True, description="Skip cookie and terms-of-use lines.")
+    remove_lines: bool = Field(
+        True,
+        description="A kept document's text becomes its kept lines, as C4 and datatrove "
+        "do (false: only decide).",
+    )
 
 
 # FineWeb's added rules (Penedo et al. 2024, 3.3): curate.quality.fineweb

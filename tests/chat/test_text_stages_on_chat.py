@@ -190,8 +190,12 @@ def test_filter_length_judges_the_joined_contents(roles: list[str] | None) -> No
 
 @pytest.mark.parametrize("roles", ROLE_CHOICES)
 def test_quality_filter_judges_the_joined_contents(roles: list[str] | None) -> None:
-    gone = filter_check(
-        QualityFilter, conversations(80), roles=roles, gopher_quality={"min_doc_words": 20}
+    gone = filter_check(  # C4 only deciding: kept conversations stay whole (line removal,
+        QualityFilter,  # per message: tests/quality/test_c4_line_removal.py)
+        conversations(80),
+        roles=roles,
+        gopher_quality={"min_doc_words": 20},
+        c4={"remove_lines": False},
     )
     assert 0 < len(gone) < 80
     assert all(
