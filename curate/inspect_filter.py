@@ -5,6 +5,8 @@ from curate.inspect_filter import inspect_filter
 report = inspect_filter("recipes/sample.yaml", stage="quality_filter", sample=1000)
 print(report)                 # per rule: removed alone, removed as first reason, examples
 report.examples["gopher_quality:min_doc_words"]   # [(id, text), ...]
+report.counters["lines_removed:c4:terminal_punct"]  # a stage that changes text: its tallies
+report.changes                # [(id, text before, text after), ...] of documents it changed
 ```
 
 The sample is read in input order, spread over the partitions (an equal share from
@@ -14,6 +16,9 @@ whose `explain(batch)` names its rules (quality_filter, url_filter) reports ever
 every document, so a rule's "alone" count is what it would remove with all other rules off;
 any other filter reports the reasons it gives. A stage with a `shown(batch)` method
 (url_filter: the URL) has that shown before each example's text.
+What the stage changes in the documents it keeps (quality_filter's C4 line removal) is
+reported too: how many it changed, its counters (lines removed per rule), and examples
+before and after.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
 from curate.reading import read_partition
 from curate.recipe import Recipe
-from curate.stages.base import BarrierStage, MapStage, StageCounts
+from curate.stages.base import BarrierStage, MapStage, StageCounts, StageResult
 from curate.stages.chain import run_maps
 
 
@@ -43,6 +48,12 @@ class FilterReport:
     alone: dict[str, int] = field(default_factory=dict)
     first: dict[str, int] = field(default_factory=dict)
     examples: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    changed: int = 0
+    """Documents the stage kept with a changed text."""
+    counters: dict[str, int] = field(default_factory=dict)
+    """The stage's own tallies (quality_filter: `lines_removed:c4:<rule>`)."""
+    changes: list[tuple[str, str, str]] = field(default_factory=list)
+    """(id, text before, text after) of the first documents it changed."""
 
     @property
     def removed(self) -> int:
@@ -59,7 +70,7 @@ class FilterReport:
         if not self.alone and not self.first:
             lines += ["", f"{self.stage} gave no removal reason for this sample (a stage that "
                       "changes text, such as normalize, removes nothing by design)"]  # fmt: skip
-            return "\n".join(lines)
+            return "\n".join(lines + self._changes())
         lines += ["", f"{'rule':<{width}}  {'alone':>7}  {'first':>7}", "-" * (width + 18)]
         for rule in sorted(set(self.alone) | set(self.first), key=self._order):
             lines.append(
@@ -70,14 +81,36 @@ class FilterReport:
                 continue
             lines += ["", f"{rule}:"]
             for doc_id, text in found:
-                snippet = " ".join(text.split())
-                snippet = snippet[:160] + ("…" if len(snippet) > 160 else "")
-                lines.append(f"  {doc_id}: {snippet}")
-        return "\n".join(lines)
+                lines.append(f"  {doc_id}: {_snippet(text)}")
+        return "\n".join(lines + self._changes())
+
+    def _changes(self) -> list[str]:
+        if not self.changed:
+            return []
+        lines = ["", f"changes the text of {self.changed:,} kept documents"]
+        width = max(len(c) for c in self.counters) if self.counters else 0
+        for name, count in self.counters.items():
+            lines.append(f"  {name:<{width}}  {count:>7,}")
+        for doc_id, before, after in self.changes:
+            kept = set(after.splitlines())
+            gone = [line.strip() for line in before.splitlines() if line not in kept]
+            gone = [line for line in gone if line and line not in kept]
+            lines += ["", f"{doc_id}:", f"  before: {_snippet(before)}"]
+            lines.append(f"  after:  {_snippet(after)}")
+            if gone:
+                shown = "; ".join(_snippet(line, 60) for line in gone[:4])
+                more = f" (+{len(gone) - 4} more)" if len(gone) > 4 else ""
+                lines.append(f"  lines gone: {shown}{more}")
+        return lines
 
     def _order(self, rule: str) -> tuple[int, str]:
         keys = list(self.alone) + [r for r in self.first if r not in self.alone]
         return (keys.index(rule), rule)
+
+
+def _snippet(text: str, width: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat[:width] + ("…" if len(flat) > width else "")
 
 
 def sample_batch(recipe: Recipe, sample: int) -> pa.RecordBatch:
@@ -132,18 +165,20 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
     ids = batch.column(ID).to_pylist()
     shown = TEXT in batch.schema.names or target.context.chat  # chat: the joined contents
     texts = target.document_texts(batch).to_pylist() if shown else [""] * len(ids)
+    plain = texts if shown else None  # before a stage's change, without a label
     label = getattr(target, "shown", None)  # url_filter: what it judged, the URL, goes first
     if label is not None:
         texts = [f"{u} | {t}" for u, t in zip(label(batch), texts, strict=True)]
     first = np.full(batch.num_rows, None, dtype=object)
     rules = target.explain(batch)
+    result = target.process(batch)
+    _changes(report, target, result, ids, plain, examples)
     if rules is not None:
         for rule, fails in rules:
             report.alone[rule] = int(fails.sum())
             first[fails & (first == None)] = rule  # noqa: E711
             report.examples[rule] = [(ids[i], texts[i]) for i in np.flatnonzero(fails)[:examples]]
     else:
-        result = target.process(batch)
         if result.removed is not None:
             where = {d: i for i, d in enumerate(ids)}
             for doc_id, reason in zip(
@@ -159,6 +194,28 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
             hits = [i for i, r in enumerate(first) if r == rule][:examples]
             report.examples[rule] = [(ids[i], texts[i]) for i in hits]
     return report
+
+
+def _changes(
+    report: FilterReport,
+    stage: MapStage,
+    result: StageResult,
+    ids: list[str],
+    texts: list[str] | None,
+    examples: int,
+) -> None:
+    """What the stage changed in the documents it kept: count, tallies, before and after."""
+    report.changed = result.changed
+    report.counters = dict(result.counters or {})
+    if not result.changed or texts is None or result.batch.num_rows == 0:
+        return
+    before = dict(zip(ids, texts, strict=True))
+    after = stage.document_texts(result.batch).to_pylist()
+    for doc_id, text in zip(result.batch.column(ID).to_pylist(), after, strict=True):
+        if len(report.changes) >= examples:
+            break
+        if text != before[doc_id]:
+            report.changes.append((doc_id, before[doc_id], text or ""))
 
 
 def _find(stages: list[Any], stage: str) -> int:

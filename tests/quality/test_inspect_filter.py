@@ -54,3 +54,29 @@ def test_cli_and_other_filters(tmp_path: Path) -> None:
     assert generic.removed == 0
     assert "normalize gave no removal reason for this sample" in str(generic)
     assert "rule" not in str(generic)  # no empty table
+
+
+def test_c4_line_removal_shows_lines_per_rule_and_before_after(tmp_path: Path) -> None:
+    page = "\n".join(["Home | News | Sport", GOOD, "Please enable JavaScript to see the map.",
+                      "Read our privacy policy before you sign up.", GOOD + " Again."])  # fmt: skip
+    docs = [{"id": "page", "text": page}, {"id": "clean", "text": GOOD + "\n" + GOOD}]
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs)
+    stages = [{"quality_filter": {"gopher_repetition": False, "gopher_quality": False,
+                                  "fineweb": False, "c4": {"min_sentences": 2}}}]  # fmt: skip
+    report = inspect_filter(write_recipe(tmp_path, stages=stages), "quality_filter", sample=10)
+    assert report.removed == 0 and report.changed == 1
+    assert report.counters == {
+        "lines_removed:c4:terminal_punct": 1,
+        "lines_removed:c4:javascript": 1,
+        "lines_removed:c4:policy": 1,
+    }
+    assert report.changes == [("page", page, GOOD + "\n" + GOOD + " Again.")]
+    shown = str(report)
+    assert "changes the text of 1 kept documents" in shown
+    assert "lines_removed:c4:javascript" in shown
+    assert "page:\n  before: Home | News | Sport The committee" in shown
+    assert "lines gone: Home | News | Sport; Please enable JavaScript" in shown
+    decide_only = [{"quality_filter": {**stages[0]["quality_filter"],
+                                       "c4": {"min_sentences": 2, "remove_lines": False}}}]  # fmt: skip
+    report = inspect_filter(write_recipe(tmp_path, stages=decide_only), "quality_filter")
+    assert report.changed == 0 and not report.changes and "changes the text" not in str(report)
