@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from curate.report import distributions, examples, plots
+from curate.report import distributions, examples, mixture, plots
 from curate.report.facts import Facts, rules, tokenizer
 from curate.report.markup import details, esc, number, pairs, section, table
 from curate.sizes import format_size
@@ -35,6 +35,9 @@ def render(facts: Facts) -> str:
     if facts.examples:
         body = examples.render(facts.examples, facts.labels)
         parts.append(section("Examples of what was removed", body, "examples"))
+    if m.get("mixture"):  # a mixture version: what each source was asked and gave
+        body = mixture.target_vs_achieved(m)
+        parts.append(section("Mixture: target vs achieved", body, "mixture"))
     parts.append(section("Stages", stages_table(m), "stages"))
     if facts.statistics:
         figures = distributions.one(facts.statistics, facts.labels, rules(m))

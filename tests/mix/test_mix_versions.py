@@ -140,3 +140,13 @@ def test_a_copy_of_an_opened_mixture_does_not_release_its_sources(mixed: curate.
     with Folder.open(source.parent) as dataset:
         assert is_held(dataset, ".locks", f"{source.name}.lock")
     opened.release()
+
+
+def test_the_report_shows_target_vs_achieved(mixed: curate.Version) -> None:
+    from curate.report import report
+
+    page = report(curate.open(mixed.path)).html
+    assert "Mixture: target vs achieved" in page
+    for s in mixed.manifest["mixture"]["sources"]:
+        assert f"<td>{s['name']}</td>" in page
+        assert f"{s['tokens']:,}" in page and f"{round(s['target_tokens']):,}" in page
