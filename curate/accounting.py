@@ -59,6 +59,9 @@ def count_documents(
                     total.update(counts.removed)
         if total:
             removed[f"{i}:{stage.name}"] = dict(sorted(total.items()))
+    forgotten = sum(r.forgotten for r in records[-1])
+    if forgotten:  # dropped where the shards are written (curate.forget)
+        removed["forget"] = {"forgotten": forgotten}
     return Counts(
         read=documents + quarantined,
         documents=documents,

@@ -36,6 +36,7 @@ from curate.engines.tasks import RunSettings
 from curate.errors import CurateError
 from curate.examples.files import write_examples
 from curate.fingerprint import content_hash
+from curate.forget.exclusions import Exclusions
 from curate.io.batches import FieldSpec
 from curate.io.digest_cache import DigestCache
 from curate.io.inputs import InputFile
@@ -154,6 +155,8 @@ class Build:
     engine: Engine
     progress: ProgressFn
     known_hashes: list[str] | None = None
+    excluded: tuple[str, ...] = ()  # ids `curate forget` removed, dropped at the writer
+    forgotten: Exclusions | None = None  # the dataset's exclusions, for the manifest
     staging_folder: Folder | None = field(default=None, init=False)  # held open while building
 
     def run(self) -> Version:
@@ -267,6 +270,7 @@ class Build:
                 packing=packing_for(self.stages),
                 split=r.split,
                 stop_early=r.on_error_policy.mode == "quarantine" and r.on_error_policy.stop_early,
+                excluded=self.excluded,
             ),
         )
 
@@ -331,7 +335,7 @@ class Build:
             job.staging, result.records, job.partitions, [seg.barrier for seg in job.segments],
             stages, r.examples_per_reason(), out, fsync=r.output.fsync,
             file_mode=int(r.output.file_mode, 8),
-            cache=job.cache.spec if job.cache is not None else None,
+            cache=job.cache.spec if job.cache is not None else None, excluded=self.excluded,
         )  # fmt: skip
         timings = {**timings, "examples": round(time.perf_counter() - t_examples, 4)}
         counts = accounting.count_documents(stages, result.records, tails)
@@ -361,6 +365,7 @@ class Build:
                 quarantine=side["quarantine"],
                 examples=[FileRecord(**e) for e in examples],
                 lineage=lineage,
+                forgotten=self._forgotten(result),
                 statistics=statistics,
                 counts=counts,
                 tokens=accounting.total_tokens(shards),
@@ -399,6 +404,11 @@ class Build:
         self.store.discard(self.store.staging_name(self.fingerprint))
         log.info("published %s", path)
         return Version(path).hold()
+
+    def _forgotten(self, result: JobResult) -> dict[str, object] | None:
+        if not self.forgotten:
+            return None
+        return self.forgotten.record(sum(rec.forgotten for rec in result.records[-1]))
 
     def _statistics(self, job: Job, result: JobResult) -> StatisticsFile | None:
         """Write the version's statistics.json (unless the recipe turned them off)."""

@@ -194,6 +194,39 @@ def trace(
 
 
 @main.command()
+@click.argument("dataset", type=click.Path(exists=True, path_type=Path))
+@click.option("--ids", "ids_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="A file of document ids, one per line.")  # fmt: skip
+@click.option("--source", help="A glob of input names or paths: every document read from them.")
+@click.option("--match", help="A regular expression: every document whose text it finds.")
+@click.option("--reason", required=True, help="Why (kept in the manifest; never the text).")
+@click.option("--workers", type=click.IntRange(min=1), help="Worker processes for the run.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@_user_errors
+def forget(
+    dataset: Path,
+    ids_file: Path | None,
+    source: str | None,
+    match: str | None,
+    reason: str,
+    workers: int | None,
+    quiet: bool,
+) -> None:
+    """Publish a new version of DATASET (its recipe, or its folder) without some documents,
+    and keep them out of every later run (curate.forget)."""
+    from curate.forget_command import forget as forget_documents
+    from curate.forget_command import selection
+    from curate.progress import StderrProgress, no_progress
+
+    done = forget_documents(dataset, selection(ids_file, source, match), reason,
+                            progress=no_progress if quiet else StderrProgress(),
+                            workers=workers)  # fmt: skip
+    version = done.version
+    click.echo(f"forgot {done.found} documents ({done.added} new): "
+               f"{version.dataset} {version.name} at {version.path}")  # fmt: skip
+
+
+@main.command()
 @click.argument("path", type=click.Path(exists=True, path_type=Path))
 @_user_errors
 def verify(path: Path) -> None:

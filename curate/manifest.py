@@ -212,6 +212,12 @@ class Manifest(_Model):
         "is (shard, row, token start): lineage/documents.arrow and its index by id hash, "
         "lineage/ids.arrow (curate.lineage); absent in versions made before lineage.",
     )
+    forgotten: dict[str, Any] | None = Field(
+        None,
+        description="Documents `curate forget` removed (curate.forget): `documents` excluded "
+        "in all, `dropped` from this version's shards, and each request's `reason`, count "
+        "and time; absent when none was.",
+    )
     statistics: StatisticsFile | None = Field(
         None,
         description="What each stage did in counts and fixed-bin histograms (absent: the "

@@ -25,6 +25,8 @@ from curate.build import Build, space_note
 from curate.engines.job import ProgressFn
 from curate.errors import CurateError, DiskFull
 from curate.fingerprint import base_payload, cached_content_hashes, fingerprint_of, input_identity
+from curate.forget.exclusions import Exclusions
+from curate.forget.resolve import excluded_ids
 from curate.io.batches import FieldSpec
 from curate.io.inputs import InputFile, check_contents, discover_inputs
 from curate.reading import check_inputs
@@ -64,6 +66,9 @@ class RecipeRun:
             save = partial(self.store.save_own, ".cache", "input-hashes.json")
             self.hashes = cached_content_hashes(load, self.files, save)
         self.base = base_payload(recipe, self.stages)
+        self.exclusions = Exclusions.load(self.store)  # `curate forget`'s: part of the output
+        if self.exclusions:
+            self.base["forgotten"] = self.exclusions.digest()
         self.fingerprint = fingerprint_of(self.base, input_identity(self.files, self.hashes))
 
     def version(self) -> Version:
@@ -129,9 +134,11 @@ class RecipeRun:
                 note = "it is left as it is; `curate verify` on it lists what changed"
                 log.warning("%s; building a new version beside it (%s)", damage, note)
             store.clean_stale(fp)
+            excluded = excluded_ids(self.exclusions, recipe, self.files, store)
             build = Build(
-                recipe, self.files, self.stages, fp, store, engine, self.progress, self.hashes
-            )
+                recipe, self.files, self.stages, fp, store, engine, self.progress, self.hashes,
+                tuple(sorted(excluded)), self.exclusions,
+            )  # fmt: skip
             try:
                 version = build.run()
                 version.rebuilt_because = damage

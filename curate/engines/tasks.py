@@ -31,6 +31,7 @@ from curate.engines.segments import SegmentWriter
 from curate.engines.staged_rows import staged_rows
 from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
+from curate.excluded_rows import without
 from curate.io.batches import (
     ID,
     ORDER,
@@ -102,6 +103,7 @@ class RunSettings:
     packing: PackSpec | None = None  # rows packed per partition by the shard writer
     split: SplitSpec | None = None  # held-out splits, decided per document at shard writing
     stop_early: bool = False  # fail when every record of a partition lacks the same field
+    excluded: tuple[str, ...] = ()  # ids `curate forget` removed (sorted): never written
 
 
 @dataclass
@@ -249,6 +251,9 @@ class PartitionRun:
             for i, (batch, quarantined, chunk) in enumerate(metered(self._chunks(), at, span)):
                 if i < skip:
                     continue  # done before the interruption; its side outputs are on disk
+                if self.keeper is not None and _holds_excluded(batch, self.settings.excluded):
+                    self.keeper.abort()  # its text would be in the entries (curate.forget)
+                    self.keeper = None
                 if self.keeper is not None:
                     self.keeper.begin_chunk()
                     if self.keeper.input is not None and self.task.pass_index == 0:
@@ -371,6 +376,7 @@ class PartitionRun:
             return
         if self.writer is not None:
             mark("shard_write")
+            batch = self._forget(batch)  # after every stage and barrier (curate.forget)
             self.writer.write(batch.drop_columns([ORDER]))
             return
         barrier = self.task.barrier
@@ -386,6 +392,12 @@ class PartitionRun:
             self.reuse.docs_reused += batch.num_rows
         self.segments.write(batch, barrier.summary_from_basis(basis))
 
+    def _forget(self, batch: pa.RecordBatch) -> pa.RecordBatch:
+        """The batch less the documents `curate forget` removed."""
+        batch, dropped = without(batch, self.settings.excluded)
+        self.record.forgotten += dropped
+        return batch
+
     def _finish(self) -> None:
         files = self.record.files
         if self.writer is not None:
@@ -398,7 +410,8 @@ class PartitionRun:
         self._flush_side_outputs()
         if self.drops is not None and len(self.drops.ids) and self.settings.write_rejected:
             path = self.task.staging.barrier_rejected(self.task.pass_index, self.part.key)
-            info = write_table(path, self.drops.rows, fsync=self.settings.fsync,
+            rows, _ = without(self.drops.rows, self.settings.excluded)
+            info = write_table(path, rows, fsync=self.settings.fsync,
                                relative_to=self.task.staging.root)  # fmt: skip
             files.rejected.append(info.to_dict())
         self._store_counts()
@@ -434,6 +447,9 @@ class PartitionRun:
     def _flush_side_outputs(self) -> None:
         files, run = self.record.files, self.settings
         staging, k, p = self.task.staging, self.task.pass_index, self.part.key
+        if run.excluded:  # neither rejected rows nor examples of a forgotten document
+            self.rejected = [t for t in (without(t, run.excluded)[0] for t in self.rejected)
+                             if t.num_rows]  # fmt: skip
         if self.rejected:  # the few chosen as examples keep their text apart (curate.examples)
             per_reason = max((m.context.examples for m in self.maps), default=0)
             chosen = candidates(self.rejected, per_reason)
@@ -529,6 +545,10 @@ def _write_file(path: Path, data: bytes, fsync: bool) -> None:
         if fsync:
             f.flush()
             os.fsync(f.fileno())
+
+
+def _holds_excluded(batch: pa.RecordBatch | None, excluded: tuple[str, ...]) -> bool:
+    return bool(excluded) and batch is not None and bool(without(batch, excluded)[1])
 
 
 def _rows(batch: pa.RecordBatch | None) -> int:

@@ -28,6 +28,7 @@ from curate.cache.store import CacheSpec, StageCache
 from curate.errors import CurateError
 from curate.examples.barriers import barrier_candidates
 from curate.examples.privacy import Redactor
+from curate.excluded_rows import without
 from curate.io.partitions import Partition
 from curate.output.shards import read_stream, write_table
 from curate.stages.base import BarrierStage, Stage
@@ -70,6 +71,7 @@ def write_examples(
     cache: CacheSpec | None = None,
     fsync: bool = True,
     file_mode: int = 0o640,
+    excluded: tuple[str, ...] = (),
 ) -> list[dict[str, object]]:
     """Write the version's examples into `out` (the version being built); their file
     records (path relative to `out`, rows, bytes, sha256), in stage order. `barriers`
@@ -87,7 +89,10 @@ def write_examples(
                     parts.append(found)
         if not parts:
             return []
-        chosen = choose(pa.concat_tables(parts), per_reason)
+        shown = pa.concat_tables(parts)
+        for column in ("id", "kept_id") if excluded else ():  # curate.forget: not shown
+            shown = without(shown, excluded, column)[0]
+        chosen = choose(shown, per_reason)
         redactor = Redactor(stages, held)
         written = []
         positions = chosen.column("position").to_pylist()

@@ -92,6 +92,7 @@ class PartitionRecord:
     cache_key: str | None = None  # the stage cache's key of the rows the pass ended with
     cache: dict[str, Any] | None = None  # what the pass took from the stage cache (`reused`)
     rows_from: dict[str, Any] | None = None  # rows not staged: where they are (`staged_rows`)
+    forgotten: int = 0  # final pass: documents `curate forget` removed, dropped at the writer
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -113,6 +114,7 @@ class PartitionRecord:
             "cache_key": self.cache_key,
             "cache": self.cache,
             "rows_from": self.rows_from,
+            "forgotten": self.forgotten or None,
         }
         return data | {key: value for key, value in optional.items() if value is not None}
 
@@ -135,6 +137,7 @@ class PartitionRecord:
             cache_key=data.get("cache_key"),
             cache=data.get("cache"),
             rows_from=data.get("rows_from"),
+            forgotten=data.get("forgotten") or 0,
         )
 
 

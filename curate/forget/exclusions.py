@@ -1,0 +1,102 @@
+"""The dataset's exclusions: which documents `curate forget` removed, kept without their text.
+
+`<dataset>/.forget/exclusions.json`:
+
+- `documents`: one `{hash, id}` per forgotten document: `hash` the xxh3-128 of its text as
+  the reader reads it (`text_hash`), `id` its id when the recipe names an `id_field` (a
+  derived id shifts when a line is inserted, so it is no key), else null.
+- `reasons`: each request's reason, the documents it added and when.
+- `resolved`: per input name, the ids of excluded documents found in it, with the input's
+  path, size and mtime when read: valid while they are unchanged (`curate.forget.resolve`).
+
+The fingerprint covers `digest()`: the documents only, so re-resolving ids changes nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import xxhash
+
+from curate.errors import CurateError
+from curate.store import Store
+
+FOLDER = ".forget"
+NAME = "exclusions.json"
+FORMAT = 1
+
+
+def text_hash(text: str) -> str:
+    return xxhash.xxh3_128_hexdigest(text.encode("utf-8", "surrogatepass"))
+
+
+@dataclass
+class Exclusions:
+    documents: set[tuple[str, str | None]] = field(default_factory=set)
+    reasons: list[dict[str, Any]] = field(default_factory=list)
+    resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, store: Store) -> Exclusions:
+        text = store.read_own(FOLDER, NAME)
+        if text is None:
+            return cls()
+        where = store.path / FOLDER / NAME
+        try:
+            data = json.loads(text)
+            if data.get("format") != FORMAT:
+                raise ValueError(f"format {data.get('format')!r}")
+            documents = {(str(d["hash"]), d["id"] if d["id"] is None else str(d["id"]))
+                         for d in data["documents"]}  # fmt: skip
+            return cls(documents, list(data["reasons"]), dict(data.get("resolved") or {}))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CurateError(
+                f"{where}: not an exclusions file curate can read ({exc}); the documents it "
+                "names would come back, so nothing is built until it is restored"
+            ) from None
+
+    def save(self, store: Store) -> None:
+        data = {
+            "format": FORMAT,
+            "documents": [{"hash": h, "id": i} for h, i in sorted(self.documents, key=_order)],
+            "reasons": self.reasons,
+            "resolved": dict(sorted(self.resolved.items())),
+        }
+        store.save_own(FOLDER, NAME, json.dumps(data, indent=1, sort_keys=True) + "\n")
+
+    def __bool__(self) -> bool:
+        return bool(self.documents)
+
+    @property
+    def hashes(self) -> frozenset[str]:
+        return frozenset(h for h, _ in self.documents)
+
+    @property
+    def ids(self) -> frozenset[str]:
+        """The explicit ids (a recipe's `id_field`), excluded wherever they appear."""
+        return frozenset(i for _, i in self.documents if i is not None)
+
+    def digest(self) -> str:
+        """What the fingerprint covers: the forgotten documents, not how they were found."""
+        blob = json.dumps(sorted(self.documents, key=_order), separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def add(self, found: set[tuple[str, str | None]], reason: str) -> int:
+        """Record a request; the number of documents it adds."""
+        new = found - self.documents
+        self.documents |= new
+        self.reasons.append({"reason": reason, "documents": len(new),
+                             "at": datetime.now(UTC).isoformat(timespec="seconds")})  # fmt: skip
+        return len(new)
+
+    def record(self, dropped: int) -> dict[str, Any]:
+        """What a version's manifest says (`forgotten`): the requests and what they removed."""
+        return {"documents": len(self.documents), "dropped": dropped, "reasons": self.reasons}
+
+
+def _order(pair: tuple[str, str | None]) -> tuple[str, str]:
+    return pair[0], pair[1] or ""
