@@ -199,7 +199,8 @@ def trace(
               help="A file of document ids, one per line.")  # fmt: skip
 @click.option("--source", help="A glob of input names or paths: every document read from them.")
 @click.option("--match", help="A regular expression: every document whose text it finds.")
-@click.option("--reason", required=True, help="Why (kept in the manifest; never the text).")
+@click.option("--reason", help="Why (kept in the manifest; never the text). Required.")
+@click.option("--where", is_flag=True, help="List what still holds forgotten documents.")
 @click.option("--workers", type=click.IntRange(min=1), help="Worker processes for the run.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 @_user_errors
@@ -208,16 +209,25 @@ def forget(
     ids_file: Path | None,
     source: str | None,
     match: str | None,
-    reason: str,
+    reason: str | None,
     workers: int | None,
     quiet: bool,
+    where: bool,
 ) -> None:
     """Publish a new version of DATASET (its recipe, or its folder) without some documents,
     and keep them out of every later run (curate.forget)."""
+    if where:  # what still holds them, under the root and outside it
+        from curate.forget.where import holders
+
+        found = holders(dataset)
+        click.echo("\n".join(h.line() for h in found) or "nothing holds them")
+        return
     from curate.forget_command import forget as forget_documents
     from curate.forget_command import selection
     from curate.progress import StderrProgress, no_progress
 
+    if reason is None:
+        raise CurateError("forget: --reason is required (it is kept in the manifest)")
     done = forget_documents(dataset, selection(ids_file, source, match), reason,
                             progress=no_progress if quiet else StderrProgress(),
                             workers=workers)  # fmt: skip
@@ -326,8 +336,21 @@ def diff(a: Path, b: Path) -> None:
     "--all", "all_datasets", is_flag=True, help="Prune every dataset under an output root."
 )
 @click.option("--dry-run", is_flag=True, help="Print what would be removed, remove nothing.")
+@click.option(
+    "--purge-forgotten",
+    is_flag=True,
+    help="Remove every version and cache entry of the dataset ROOT still holding a document "
+    "curate forget removed.",
+)
 @_user_errors
-def gc(root: Path, keep: int | None, cache: bool, all_datasets: bool, dry_run: bool) -> None:
+def gc(
+    root: Path,
+    keep: int | None,
+    cache: bool,
+    all_datasets: bool,
+    dry_run: bool,
+    purge_forgotten: bool,
+) -> None:
     """Remove old versions of the dataset folder ROOT, keeping the newest KEEP, LATEST and any
     held by a reader, and the staging folders of interrupted runs; with --cache, free its
     stage cache (kept while a run uses it). Only what curate made is removed (a version's own
@@ -335,6 +358,14 @@ def gc(root: Path, keep: int | None, cache: bool, all_datasets: bool, dry_run: b
     needs --all. Exit status 1 when something was refused."""
     from curate.gc import collect, render
 
+    if purge_forgotten:
+        from curate.forget.purge import purge
+
+        actions = purge(root, dry_run)
+        click.echo(render(actions, dry_run))
+        if any(a.refused for a in actions):
+            sys.exit(1)
+        return
     actions = collect(root, keep, dry_run=dry_run, all_datasets=all_datasets, cache=cache)
     click.echo(render(actions, dry_run))
     if any(a.refused for a in actions):

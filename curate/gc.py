@@ -150,6 +150,26 @@ def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
     return actions
 
 
+def remove_named(dataset: Path, names: list[str], dry_run: bool) -> list[Action]:
+    """These versions removed as gc removes old ones (`curate gc --purge-forgotten`), LATEST
+    included; one a reader holds is refused (exit status 1), by name."""
+    held = Folder.open(dataset)
+    mode = os.fstat(held.fd).st_mode & 0o777
+    store = Store(dataset.parent, dataset.name, dir_mode=mode, file_mode=mode & 0o666)
+    store.use(held)
+    try:
+        with contextlib.nullcontext() if dry_run else _gc_lock(store):
+            tally, actions = Freed(), []
+            for entry in versions(dataset, held):
+                if entry.name in names:
+                    action = _remove_version(store, entry, dry_run, tally)
+                    refused = action.refused or action.outcome.startswith("kept")
+                    actions.append(Action(action.path, action.outcome, action.bytes, refused))
+    finally:
+        store.close()
+    return actions
+
+
 def _remove_version(store: Store, entry: Entry, dry_run: bool, tally: Freed) -> Action:
     label = f"{store.name}/{entry.name}"
     folder = store.path / entry.name

@@ -1,0 +1,40 @@
+"""`curate gc --purge-forgotten`: no forgotten document left anywhere under the output root.
+
+Every version still holding one is removed as gc removes a version (its read lock taken
+first: one a reader holds is refused by name, and the purge exits 1); its shards that the
+newer versions share are hard links, so theirs stay. The stage cache is freed when an
+entry holds one (entries are keyed by what they were computed from, so none can be
+rewritten in place; the next run computes them again, keeping none for a partition that
+holds a forgotten document). The latest version must hold none: `curate forget` first.
+An export under the root made from a version holding one is refused by name (it is the
+user's to delete or redo).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from curate.errors import CurateError
+from curate.forget.where import by_owner, holders, store_of
+from curate.gc import Action, clear_cache, remove_named
+
+
+def purge(dataset: Path, dry_run: bool = False) -> list[Action]:
+    store = store_of(dataset)
+    found = holders(store.path)
+    doomed = list(by_owner(found, "version"))
+    latest = store.latest()
+    if latest in doomed:
+        raise CurateError(
+            f"{store.path / latest} (LATEST) still holds forgotten documents: run curate forget "
+            "first, so a version without them replaces it"
+        )
+    actions = [
+        Action(str(h.path), "kept, an export of a version holding them: delete it", refused=True)
+        for h in found
+        if h.kind == "export"
+    ]
+    actions += remove_named(store.path, doomed, dry_run)
+    if any(h.kind == "cache" for h in found):
+        actions += clear_cache(store.path, dry_run)
+    return actions

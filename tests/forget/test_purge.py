@@ -1,0 +1,115 @@
+"""`curate forget --where` and `curate gc --purge-forgotten` (curate.forget.where, .purge):
+what still holds a forgotten document is listed, then removed, refused while a reader holds
+it; afterwards nothing under the root holds the text and the remaining version verifies."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+from test_forget import NAME, corpus, ids_in, recipe_in
+
+import curate
+from curate.forget_command import Selection, forget
+from curate.verify import verify
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "curate.cli", *args], env=env,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+
+
+def holding(root: Path, needle: bytes) -> list[Path]:
+    return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
+
+
+@pytest.fixture(scope="module")
+def made(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("purge")
+    corpus(folder)
+    recipe = recipe_in(folder)
+    curate.run(recipe)
+    forget(recipe, Selection(match=re.compile(NAME)), "request 18")
+    return folder
+
+
+@pytest.fixture
+def folder(made: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "copy"
+    shutil.copytree(made, copy, symlinks=True)
+    return copy
+
+
+def test_where_lists_the_earlier_version_the_cache_and_the_inputs(folder: Path) -> None:
+    out = cli("forget", str(folder / "out" / "t"), "--where")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert any(line.startswith("version") and "/v1/" in line for line in lines)
+    assert not any("/v2/" in line for line in lines)  # the version forget published
+    assert any(line.startswith("cache") for line in lines)
+    inputs = [line for line in lines if line.startswith("input")]
+    assert len(inputs) == 2 and "Quimby" not in out.stdout
+
+
+def test_purge_leaves_no_trace_under_the_root(folder: Path) -> None:
+    store = folder / "out" / "t"
+    assert holding(store, b"Quimby")  # v1 and the cache hold it before
+    out = cli("gc", str(store), "--purge-forgotten")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "removed" in out.stdout
+    assert holding(store, b"Quimby") == []
+    assert not (store / "v1").exists()
+    assert verify(store / "v2") == []
+    again = curate.run(folder / "recipe.yaml")
+    assert again.up_to_date and again.name == "v2"
+    where = cli("forget", str(store), "--where")
+    assert [line for line in where.stdout.splitlines() if not line.startswith("input")] == []
+
+
+def test_purge_refuses_while_a_reader_holds_an_affected_version(folder: Path) -> None:
+    store = folder / "out" / "t"
+    reader = curate.open(store / "v1")  # holds v1's read lock while open
+    try:
+        out = cli("gc", str(store), "--purge-forgotten")
+        assert out.returncode == 1
+        assert "v1" in out.stdout and "reader" in out.stdout
+        assert (store / "v1").is_dir()
+    finally:
+        reader.release()
+    assert cli("gc", str(store), "--purge-forgotten").returncode == 0
+    assert not (store / "v1").exists()
+
+
+def test_purge_refuses_when_latest_still_holds_them(made: Path, tmp_path: Path) -> None:
+    corpus(tmp_path)
+    recipe = recipe_in(tmp_path)
+    first = ids_in(curate.run(recipe)).pop()
+    from curate.forget.exclusions import Exclusions, text_hash
+    from curate.store import Store
+
+    store = Store(tmp_path / "out", "t")
+    exclusions = Exclusions()
+    exclusions.add({(text_hash("Note 1 reads"), None)}, "x")  # recorded, never run
+    exclusions.resolved = {"a.jsonl": {"path": "", "size": 0, "mtime_ns": 0, "ids": [first]}}
+    exclusions.save(store)
+    out = cli("gc", str(store.path), "--purge-forgotten")
+    assert out.returncode == 2 and "run curate forget first" in out.stderr
+
+
+def test_an_export_of_an_affected_version_is_named_and_refused(folder: Path) -> None:
+    store = folder / "out" / "t"
+    exported = folder / "out" / "v1-jsonl"
+    assert cli("export", str(store / "v1"), "--to", "jsonl", str(exported)).returncode == 0
+    where = cli("forget", str(store), "--where").stdout
+    assert f"export   {exported}" in where
+    out = cli("gc", str(store), "--purge-forgotten")
+    assert out.returncode == 1 and str(exported) in out.stdout
+    shutil.rmtree(exported)
+    assert cli("gc", str(store), "--purge-forgotten").returncode == 0
