@@ -152,6 +152,14 @@ def cache_records(
             basis_docs = r.cache.get("basis_docs")
             if isinstance(basis_docs, dict) and positions:
                 docs.setdefault(positions[-1], Counter()).update(basis_docs)
+            by_document = r.cache.get("by_document")
+            if isinstance(by_document, dict):  # every map stage of the pass, alike
+                ran_on = by_document["computed"] + by_document["recounted"]
+                for pos in positions:
+                    if not isinstance(stages[pos], BarrierStage):
+                        docs.setdefault(pos, Counter()).update(
+                            {"computed": ran_on, "reused": by_document["reused"]}
+                        )
     return {
         pos: StageCacheRecord(
             reused=reused[pos],

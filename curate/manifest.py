@@ -95,13 +95,17 @@ class StageCacheRecord(_Model):
     )
     read_bytes: int = Field(0, description="Bytes of the reused entries read back.")
     docs_computed: int | None = Field(
-        None, description="A barrier: documents whose summary basis this run computed."
+        None,
+        description="A barrier: documents whose summary basis this run computed. A map "
+        "stage after a changed decision: documents it ran on, those the cache did not hold "
+        "and those counted out of its entries (`curate.cache.by_document`).",
     )
     docs_reused: int | None = Field(
         None,
         description="A barrier: documents whose summary basis came from the cache (from an "
         "entry of the same rows, or by document id from one of the same partition's "
-        "documents under another earlier decision).",
+        "documents under another earlier decision). A map stage after a changed decision: "
+        "documents whose outcome came from its entries kept under another decision.",
     )
 
 

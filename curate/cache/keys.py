@@ -145,6 +145,36 @@ def family_prefixes(
     return out
 
 
+def map_family_prefixes(
+    passes: list[tuple[list[MapStage], BarrierStage | None]],
+) -> list[str | None]:
+    """Per pass, what the family key of its map stages' rows chains after pass 0's input key
+    (`map_family`); None for pass 0 (no decision before it) and for a pass whose rows may
+    depend on which documents an earlier decision dropped, or whose own map stages may
+    look at a document's neighbours (a user's stage)."""
+    out: list[str | None] = []
+    steps: list[Any] = []
+    safe = True
+    for k, (maps, barrier) in enumerate(passes):
+        if k:
+            safe = safe and all(per_document(stage) for stage in maps)
+        usable = k > 0 and safe and bool(maps)
+        out.append(chain("map-family-prefix", steps) if usable else None)
+        steps = [*steps, [stage_identity(stage) for stage in maps]]
+        if barrier is not None:
+            safe = safe and per_document(barrier)
+            steps.append(apply_identity(barrier))
+    return out
+
+
+def map_family(origin: str, prefix: str, maps: tuple[str, ...]) -> str:
+    """The family key of a pass's map stages' rows for one partition: the same chain as
+    their entries' keys less the earlier barriers' decisions (see the module's docstring:
+    a document's rows do not depend on them when every stage works document by document),
+    which leads to the entries kept under any decision (`curate.cache.by_document`)."""
+    return chain("map-family", origin, prefix, list(maps))
+
+
 def basis_family(origin: str, prefix: str, maps: tuple[str, ...], basis: str) -> str:
     """The family key of a barrier's basis for one partition (see the module's docstring)."""
     return chain("basis-family", origin, prefix, list(maps), basis)

@@ -61,10 +61,12 @@ def cache_plan(
     """The keys of every pass of a build, before any partition is known."""
     data = cache_keys.data_key(resolved_recipe)
     passes = []
-    families = cache_keys.family_prefixes([(s.maps, s.barrier) for s in segments])
-    for segment, family in zip(segments, families, strict=True):
+    shapes = [(s.maps, s.barrier) for s in segments]
+    families = cache_keys.family_prefixes(shapes)
+    map_families = cache_keys.map_family_prefixes(shapes)
+    for segment, family, map_family in zip(segments, families, map_families, strict=True):
         maps = tuple(cache_keys.stage_identity(stage) for stage in segment.maps)
         basis = cache_keys.basis_identity(segment.barrier) if segment.barrier else None
         passes.append(PassKeys(spec=spec, run=run, data=data, maps=maps, basis=basis,
-                               family=family))  # fmt: skip
+                               family=family, map_family=map_family))  # fmt: skip
     return CachePlan(spec, passes)

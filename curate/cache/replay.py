@@ -97,6 +97,7 @@ class PassKeys:
     input: str | None = None  # the pass's input key, once resolved (`resolved`)
     family: str | None = None  # the basis's family prefix (`keys.family_prefixes`), if any
     origin: str | None = None  # pass k > 0: the partition's pass 0 input key, when known
+    map_family: str | None = None  # the map stages' family prefix (`keys.map_family_prefixes`)
 
     def resolved(self, partition_key: str, digest: str | None, decision: Path | None) -> PassKeys:
         """With the input key: from the partition's digest (pass 0), or from the rows the
@@ -126,6 +127,12 @@ class PassKeys:
 
     def basis_key(self) -> str | None:
         return keys.chain("basis-of", self.end(), self.basis) if self.basis else None
+
+    def map_family_key(self) -> str | None:
+        """The family key of the pass's map stages' rows (None when it has none)."""
+        if self.map_family is None or self.origin is None or not self.maps:
+            return None
+        return keys.map_family(self.origin, self.map_family, self.maps)
 
     def family_key(self) -> str | None:
         """The basis's family key: the same documents' rows, whatever earlier barriers
@@ -472,6 +479,10 @@ class Keeper:
         if self.basis is not None and family is not None and not reuse.family_alias:
             assert basis_key is not None  # a family key that leads nowhere now leads here
             self.alias = (family, basis_key)
+        self.map_alias: tuple[str, list[str]] | None = None  # map family, the entries
+        map_family = pass_keys.map_family_key()
+        if map_family is not None and not reuse.stages and pass_keys.input is not None:
+            self.map_alias = (map_family, chain)
 
     def begin_chunk(self) -> None:
         self.chunks += 1
@@ -495,6 +506,9 @@ class Keeper:
             keeper.commit(self.chunks, self.run)
         if self.alias is not None and self.basis is not None and self.basis.writer.landed:
             _alias(self.cache, *self.alias, self.run)
+        if self.map_alias is not None and all(m.writer.landed for m in self.maps):
+            family, targets = self.map_alias
+            _alias(self.cache, family, targets, self.run, kind="map-family")
 
     def abort(self) -> None:
         for keeper in self._all():
@@ -611,13 +625,16 @@ class _BasisKeeper(_Keeper):
         return {"rows": self.rows, "seconds": round(self.seconds, 4), **family}
 
 
-def _alias(cache: StageCache, family: str, target: str, run: str) -> None:
-    """Make `family` lead to the basis entry `target`: a stale alias (its target evicted or
-    found damaged) is removed first. Nothing is kept when another run's alias landed."""
+def _alias(
+    cache: StageCache, family: str, target: str | list[str], run: str, kind: str = "family"
+) -> None:
+    """Make `family` lead to the basis entry `target` (or, for a map family, to the map
+    entries `target` lists): a stale alias (its target evicted or found damaged, or kept
+    under another decision) is replaced. Nothing is kept when another run's alias landed."""
     try:
         cache.discard(family)
         writer = cache.writer(family)
-        writer.commit({"kind": "family", "format": keys.ENTRY_FORMAT, "target": target,
+        writer.commit({"kind": kind, "format": keys.ENTRY_FORMAT, "target": target,
                        "run": run})  # fmt: skip
     except OSError as exc:  # the cache is never a reason for a run to fail
         log.warning("stage cache: family %s not kept: %s", family, exc)
@@ -692,6 +709,11 @@ def _quarantine_records(batch: pa.RecordBatch) -> list[QuarantineRecord]:
         out.append(QuarantineRecord(row["file"], row["line"], row["reason"], row["bytes"],
                                     fields, row["offset"]))  # fmt: skip
     return out
+
+
+def checked(cache: StageCache, entry: Entry | None) -> Entry | None:
+    """The entry when its meta and its files agree (see `_consistent`), else None."""
+    return _consistent(cache, entry)
 
 
 def entry_batches(cache: StageCache, entry: Entry, name: str) -> Iterator[pa.RecordBatch]:

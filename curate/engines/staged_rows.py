@@ -66,6 +66,22 @@ def staged_rows(
         raise ValueError(f"unknown rows_from in pass {k} record of {part.key}: {where!r}")
 
 
+def unfiltered_rows(
+    staging: Staging, k: int, part: Partition, cache: StageCache | None
+) -> Iterator[pa.RecordBatch]:
+    """The rows partition `part` staged in pass k as the last pass that wrote rows left
+    them: before the passes since (which have no map stage) dropped what their barriers
+    decided. Their text is what pass k + 1 sees of every one of them, so a pass reusing
+    its stages' work document by document reads there the documents a new decision drops
+    (`curate.cache.by_document`)."""
+    record = json.loads(staging.record(k, part.key).read_text())
+    where = record.get("rows_from")
+    if where is not None and where.get("source") and k > 0:
+        yield from unfiltered_rows(staging, k - 1, part, cache)
+        return
+    yield from staged_rows(staging, k, part, cache)
+
+
 def dropped_ids(staging: Staging, k: int, partition: str) -> pa.Array:
     """The ids barrier k's decision drops from the partition (none when it has no file)."""
     path = staging.decision(k, partition)

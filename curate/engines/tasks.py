@@ -25,10 +25,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate import input_watch
+from curate.cache import by_document
+from curate.cache.by_document import ByDocument, StageRun
 from curate.cache.replay import Chunk, Keeper, PassKeys, Reuse, find
 from curate.cache.store import StageCache
 from curate.engines.segments import SegmentWriter
-from curate.engines.staged_rows import staged_rows
+from curate.engines.staged_rows import staged_rows, unfiltered_rows
 from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
 from curate.excluded_rows import without
@@ -209,6 +211,7 @@ class PartitionRun:
         self.keys = task.cache  # the stage cache's keys (curate.cache.replay), None: off
         self.reuse = Reuse()  # what this pass takes from the cache
         self.keeper: Keeper | None = None  # what it keeps there
+        self.documents: ByDocument | None = None  # map stages' work reused by document
         self.cache: StageCache | None = None  # held while the pass runs
         files = self.record.files
         run = self.settings
@@ -308,7 +311,13 @@ class PartitionRun:
         cache = self.cache
         assert cache is not None
         self.reuse = reuse = find(cache, keys, self.task.pass_index)
-        if self.consumed == 0:  # a resumed partition keeps nothing: its entries would lack chunks
+        if self.consumed == 0 and reuse.input is None and self.task.pass_index > 0:
+            self.documents = self._by_document(cache, keys)
+        if self.documents is not None:  # the family's entries serve; a rerun starts over
+            self.record.cache = {"by_document": True}
+            for pos, counts in zip(self.task.positions, self.documents.old_counts(), strict=False):
+                self.counts[pos].add(counts)
+        elif self.consumed == 0:  # a resumed partition keeps nothing: its entries would lack chunks
             self.keeper = Keeper(cache, keys, reuse, keep_input=True)
         self.record.cache_key = keys.end()
         replayed = bool(self.maps) and reuse.stages == len(self.maps)
@@ -336,6 +345,42 @@ class PartitionRun:
             self.keeper.abort()
             self.keeper = None
 
+    def _by_document(self, cache: StageCache, keys: PassKeys) -> ByDocument | None:
+        """The entries of this pass's map stages kept under another decision, when they can
+        serve document by document (`curate.cache.by_document`): every document they
+        counted must be found again in the staged rows, to be counted out if dropped now."""
+        family = keys.map_family_key()
+        if family is None:
+            return None
+        found = by_document.load(cache, family, len(self.maps))
+        if found is None:
+            return None
+        staged: set[str] = set()
+        for batch in self._unfiltered(cache):
+            staged.update(batch.column(ID).cast(pa.string()).to_pylist())
+        if not found.entered <= staged:
+            log.info("partition %s pass %d: the stage cache's entries hold documents not staged "
+                     "now: computed", self._where(), self.task.pass_index)  # fmt: skip
+            return None
+        return found
+
+    def _unfiltered(self, cache: StageCache) -> Iterator[pa.RecordBatch]:
+        k = self.task.pass_index - 1
+        return unfiltered_rows(self.task.staging, k, self.part, cache)
+
+    def _compute(self, batch: pa.RecordBatch) -> StageRun:
+        """`batch` through the pass's map stages, each stage's tables and counts apart."""
+        tables: list[list[pa.Table]] = []
+        counts: list[StageCounts] = []
+        for at in range(len(self.maps)):
+            c, removed = StageCounts(), list[pa.Table]()
+            if batch.num_rows:
+                self.maps[at] = stage = ready(self.maps[at])
+                batch = run_maps(batch, [stage], [c], removed)
+            tables.append(removed)
+            counts.append(c)
+        return batch, tables, counts
+
     def _replayed(self, chunk: Chunk) -> None:
         """Count what the reused stages did to this chunk, as a run of them would have."""
         self.record.read += chunk.read
@@ -362,6 +407,17 @@ class PartitionRun:
             if self.keeper is not None and self.keeper.input is not None:
                 self.keeper.input.chunk_prev(counts)
             batch = result.batch
+        done = None
+        if self.documents is not None and batch.num_rows:
+            done = self.documents.process(batch, self.maps, self._compute)
+            if done is None:  # computed whole: its old documents are counted out at the end
+                self.documents.fallback_chunks += 1
+        if done is not None:
+            batch, tables, computed = done
+            for at, c in enumerate(computed):
+                self.counts[self.task.positions[at]].add(c)
+            self.rejected.extend(tables)
+            start = len(self.maps)
         for at in range(start, len(self.maps)):
             if batch.num_rows == 0:
                 break
@@ -414,10 +470,16 @@ class PartitionRun:
             info = write_table(path, rows, fsync=self.settings.fsync,
                                relative_to=self.task.staging.root)  # fmt: skip
             files.rejected.append(info.to_dict())
+        if self.documents is not None and self.cache is not None:
+            recounted = self.documents.recount(self._unfiltered(self.cache), self._compute)
+            for at, c in enumerate(recounted):  # what the entries counted of documents gone
+                self.counts[self.task.positions[at]].subtract(c)
         self._store_counts()
         if self.keys is not None:
             barrier = self.task.barrier_position if self.task.barrier is not None else -1
             self.record.cache = self.reuse.report(self.task.positions, barrier)
+            if self.documents is not None:
+                self.record.cache["by_document"] = self.documents.report()
 
     def _stage_tails(self) -> None:
         """The packers' short last rows, as tail files beside the record (written before it,
@@ -519,6 +581,8 @@ class PartitionRun:
         state = resumable(self.task.staging, self.task.pass_index, self.part.key)
         if state is None or (state.record.rows_from or {}).get("entry"):
             return None  # (a replay from the stage cache starts over: it costs little)
+        if (state.record.cache or {}).get("by_document"):
+            return None  # (its counts are settled at the end: it starts over too)
         packers = None
         if state.packer is not None and self.task.final and self.settings.packing is not None:
             packer = self.task.staging.packer(self.task.pass_index, self.part.key, state.flushes)

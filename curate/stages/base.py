@@ -122,16 +122,30 @@ class StageCounts:
         self.counters.update(other.counters)
         self.stats.add(other.stats)
 
+    def subtract(self, other: StageCounts) -> None:
+        """Take out what `other` counted (documents a rerun does not hold again, whose
+        counts an earlier run's cache entry included: `curate.cache.by_document`). Seconds
+        stay: they are this run's."""
+        self.docs_in -= other.docs_in
+        self.docs_out -= other.docs_out
+        self.changed -= other.changed
+        self.removed.subtract(other.removed)
+        self.counters.subtract(other.counters)
+        self.stats.subtract(other.stats)
+
     def to_dict(self) -> dict[str, Any]:
+        """Reasons and counters that are 0 are left out, so the counts of a set of documents
+        read the same however they were added up (`subtract` included)."""
         out = {
             "docs_in": self.docs_in,
             "docs_out": self.docs_out,
             "changed": self.changed,
-            "removed": dict(sorted(self.removed.items())),
+            "removed": {k: v for k, v in sorted(self.removed.items()) if v},
             "seconds": round(self.seconds, 4),
         }
-        if self.counters:
-            out["counters"] = dict(sorted(self.counters.items()))
+        counters = {k: v for k, v in sorted(self.counters.items()) if v}
+        if counters:
+            out["counters"] = counters
         if self.stats:
             out["stats"] = self.stats.to_dict()
         return out

@@ -41,6 +41,9 @@ TYPE = pa.struct(
     ]
 )
 
+NOT_SHOWN = -1
+"""`characters` of an offered pair that was not chosen: a row with no text, not an example."""
+
 SHOWN = 1000
 """Characters of a document an example keeps (a report shows a glimpse, not the document)."""
 MARGIN = 300
@@ -124,7 +127,9 @@ def candidates(removed: list[pa.Table], k: int) -> pa.Table | None:
     for table in removed:
         if COLUMN not in table.column_names:
             continue
-        picked = table.filter(table.column(COLUMN).is_valid())
+        example = table.column(COLUMN)
+        shown = pc.greater_equal(pc.struct_field(example, "characters"), 0)
+        picked = table.filter(pc.and_(example.is_valid(), pc.fill_null(shown, False)))
         if picked.num_rows == 0:
             continue
         ids = picked.column("id").to_pylist()
@@ -187,22 +192,26 @@ def offer(
     and `shown(id, reason)` gives the text to show and the document's whole length, asked
     only for the k pairs per reason of smallest id hash. Rows shaped as removed rows (the
     `example` column's `removed` false), so they travel with them; `removed_rows` leaves
-    them out of rejected/."""
+    them out of rejected/.
+
+    Every pair gets a row, in `found`'s order; those not chosen carry no text
+    (`characters` -1: `NOT_SHOWN`), so what was found in each document stays known to
+    whoever holds the rows (a rerun that reuses documents one by one chooses again among
+    them: `curate.cache.by_document`), and `candidates` leaves them out."""
     if not found:
         return None
-    rows = smallest([(r, id_hash(i), i) for i, r in found], k)
-    values = []
-    for i in rows:
-        doc, reason = found[i]
-        text, characters = shown(doc, reason)
+    chosen = set(smallest([(r, id_hash(i), i) for i, r in found], k))
+    values: list[dict[str, object]] = []
+    for i, (doc, reason) in enumerate(found):
+        text, characters = shown(doc, reason) if i in chosen else (None, NOT_SHOWN)
         values.append({"position": stage.context.position, "text": text,
                        "characters": characters, "removed": False})  # fmt: skip
-    n = len(rows)
+    n = len(found)
     return pa.table(
         {
-            "id": pa.array([found[i][0] for i in rows], pa.string()),
+            "id": pa.array([doc for doc, _ in found], pa.string()),
             "stage": pa.array([stage.name] * n, pa.string()),
-            "reason": pa.array([found[i][1] for i in rows], pa.string()),
+            "reason": pa.array([reason for _, reason in found], pa.string()),
             "duplicate_of": pa.nulls(n, pa.string()),
             "similarity": pa.nulls(n, pa.float32()),
             COLUMN: pa.array(values, TYPE),

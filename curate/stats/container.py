@@ -56,6 +56,16 @@ class Histogram:
         if not self.unit:
             self.unit = other.unit
 
+    def subtract(self, other: Histogram) -> None:
+        """Take out what `other` added (the documents a rerun does not hold again:
+        `curate.cache.by_document`); bins left empty go."""
+        if other.scheme != self.scheme:
+            raise ValueError(f"cannot merge histograms of schemes {self.scheme} and {other.scheme}")
+        self.counts.subtract(other.counts)
+        self.counts = Counter({k: v for k, v in self.counts.items() if v})
+        if other.total is not None:
+            self.total = (self.total or 0) - other.total
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"scheme": self.scheme.to_dict(), "unit": self.unit, "n": self.n}
         if self.total is not None:
@@ -84,7 +94,7 @@ class Stats:
     histograms: dict[str, Histogram] = field(default_factory=dict)
 
     def __bool__(self) -> bool:
-        return bool(self.sums) or bool(self.histograms)
+        return bool(self.to_dict())
 
     def count(self, name: str, value: int) -> None:
         self.sums[name] += int(value)
@@ -134,12 +144,25 @@ class Stats:
                 mine = self.histograms[name] = Histogram(h.scheme, h.unit, marks=dict(h.marks))
             mine.add(h)
 
+    def subtract(self, other: Stats) -> None:
+        """Take out what `other` added (see `Histogram.subtract`)."""
+        self.sums.subtract(other.sums)
+        for name, h in other.histograms.items():
+            mine = self.histograms.get(name)
+            if mine is None:
+                raise ValueError(f"cannot take histogram {name!r} out of statistics without it")
+            mine.subtract(h)
+
     def to_dict(self) -> dict[str, Any]:
+        """Sums that are 0 and histograms of no value are left out: the figures of a set of
+        documents read the same however they were added up (`subtract` included)."""
         out: dict[str, Any] = {}
-        if self.sums:
-            out["sums"] = {k: v for k, v in sorted(self.sums.items())}
-        if self.histograms:
-            out["histograms"] = {k: h.to_dict() for k, h in sorted(self.histograms.items())}
+        sums = {k: v for k, v in sorted(self.sums.items()) if v}
+        if sums:
+            out["sums"] = sums
+        histograms = {k: h.to_dict() for k, h in sorted(self.histograms.items()) if h.n}
+        if histograms:
+            out["histograms"] = histograms
         return out
 
     @classmethod
