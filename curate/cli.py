@@ -342,6 +342,7 @@ def diff(a: Path, b: Path) -> None:
     help="Remove every version and cache entry of the dataset ROOT still holding a document "
     "curate forget removed.",
 )
+@click.option("--wait", is_flag=True, help="--purge-forgotten: wait for readers, not refuse.")
 @_user_errors
 def gc(
     root: Path,
@@ -350,6 +351,7 @@ def gc(
     all_datasets: bool,
     dry_run: bool,
     purge_forgotten: bool,
+    wait: bool,
 ) -> None:
     """Remove old versions of the dataset folder ROOT, keeping the newest KEEP, LATEST and any
     held by a reader, and the staging folders of interrupted runs; with --cache, free its
@@ -361,7 +363,7 @@ def gc(
     if purge_forgotten:
         from curate.forget.purge import purge
 
-        actions = purge(root, dry_run)
+        actions = purge(root, dry_run, wait)
         click.echo(render(actions, dry_run))
         if any(a.refused for a in actions):
             sys.exit(1)

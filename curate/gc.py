@@ -152,7 +152,8 @@ def _collect_locked(dataset: Path, keep: int, dry_run: bool) -> list[Action]:
 
 def remove_named(dataset: Path, names: list[str], dry_run: bool) -> list[Action]:
     """These versions removed as gc removes old ones (`curate gc --purge-forgotten`), LATEST
-    included; one a reader holds is refused (exit status 1), by name."""
+    included; one a reader holds, or a live mixture draws from, is refused (exit status 1),
+    by name."""
     held = Folder.open(dataset)
     mode = os.fstat(held.fd).st_mode & 0o777
     store = Store(dataset.parent, dataset.name, dir_mode=mode, file_mode=mode & 0o666)
@@ -160,8 +161,12 @@ def remove_named(dataset: Path, names: list[str], dry_run: bool) -> list[Action]
     try:
         with contextlib.nullcontext() if dry_run else _gc_lock(store):
             tally, actions = Freed(), []
+            mixed = referenced(dataset, held, prune=False)
             for entry in versions(dataset, held):
-                if entry.name in names:
+                if entry.name in names and entry.name in mixed:
+                    why = f"kept, the mixture {mixed[entry.name]} draws from it: remove it"
+                    actions.append(Action(f"{dataset.name}/{entry.name}", why, refused=True))
+                elif entry.name in names:
                     action = _remove_version(store, entry, dry_run, tally)
                     refused = action.refused or action.outcome.startswith("kept")
                     actions.append(Action(action.path, action.outcome, action.bytes, refused))

@@ -1,7 +1,8 @@
 """`curate gc --purge-forgotten`: no forgotten document left anywhere under the output root.
 
 Every version still holding one is removed as gc removes a version (its read lock taken
-first: one a reader holds is refused by name, and the purge exits 1); its shards that the
+first: one a reader holds is refused by name, and the purge exits 1, or with `--wait`
+waits for it; one a live mixture draws from is refused by name); its shards that the
 newer versions share are hard links, so theirs stay. The stage cache is freed when an
 entry holds one (entries are keyed by what they were computed from, so none can be
 rewritten in place; the next run computes them again, keeping none for a partition that
@@ -12,14 +13,32 @@ user's to delete or redo).
 
 from __future__ import annotations
 
+import logging
+import time
 from pathlib import Path
 
 from curate.errors import CurateError
 from curate.forget.where import by_owner, holders, store_of
 from curate.gc import Action, clear_cache, remove_named
 
+log = logging.getLogger(__name__)
 
-def purge(dataset: Path, dry_run: bool = False) -> list[Action]:
+
+READER = "kept, a reader holds it"
+
+
+def purge(dataset: Path, dry_run: bool = False, wait: bool = False) -> list[Action]:
+    """With `wait`, versions a reader holds are tried again every 2 s until none is."""
+    while True:
+        actions = _purge(dataset, dry_run)
+        held = [a.path for a in actions if a.outcome == READER]
+        if not wait or dry_run or not held:
+            return actions
+        log.info("purge: waiting for the readers of %s", ", ".join(held))
+        time.sleep(2)
+
+
+def _purge(dataset: Path, dry_run: bool) -> list[Action]:
     store = store_of(dataset)
     found = holders(store.path)
     doomed = list(by_owner(found, "version"))
@@ -30,7 +49,7 @@ def purge(dataset: Path, dry_run: bool = False) -> list[Action]:
             "first, so a version without them replaces it"
         )
     actions = [
-        Action(str(h.path), "kept, an export of a version holding them: delete it", refused=True)
+        Action(str(h.path), f"kept, {h.kind} of a version holding them: delete it", refused=True)
         for h in found
         if h.kind == "export"
     ]

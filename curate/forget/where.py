@@ -5,8 +5,8 @@ Looked at by id (the ids the dataset's exclusions resolve to in the inputs as th
 `curate.forget.resolve`, and the explicit ids): in each version, its shards (`id`, or a
 packed row's `doc_ids`), lineage, rejected rows and examples (by `key`, the id's hash);
 in the stage cache, every entry's Arrow files with an `id` column; exports under the root
-made from an affected version. Outside the root: the inputs that hold them (curate never
-changes an input). Nothing read is printed but paths
+made from an affected version, and live mixtures drawing from one. Outside the root: the
+inputs that hold them (curate never changes an input). Nothing read is printed but paths
 and counts.
 """
 
@@ -25,6 +25,7 @@ from curate.errors import CurateError
 from curate.excluded_rows import hits
 from curate.export.record import EXPORT_MANIFEST
 from curate.forget.exclusions import Exclusions
+from curate.mixture_refs import drawn_from
 from curate.stages.examples import key_of
 from curate.store import Store
 
@@ -32,13 +33,13 @@ from curate.store import Store
 @dataclass(frozen=True)
 class Holder:
     path: Path
-    kind: str  # "version", "cache", "export", "input"
+    kind: str  # "version", "cache", "export", "mixture", "input"
     documents: int
     owner: str | None = None  # the version or cache entry the file belongs to
 
     def line(self) -> str:
-        if self.kind == "export":
-            return f"{self.kind:8} {self.path}: made from a version holding them"
+        if self.kind in ("export", "mixture"):
+            return f"{self.kind:8} {self.path}: draws from {self.owner or 'a version'} holding them"
         return f"{self.kind:8} {self.path}: {self.documents} forgotten document(s)"
 
 
@@ -78,8 +79,11 @@ def holders(dataset: Path) -> list[Holder]:
                 owner = path.parent.relative_to(cache).as_posix()
                 found.append(Holder(path, "cache", n, owner))
     affected = {str((store.path / v).resolve()) for v in by_owner(found, "version")}
+    for v in list(by_owner(found, "version")):
+        for mixture in drawn_from(store.path / v):
+            found.append(Holder(mixture, "mixture", 0, v))
     for export in _exports(store.root, affected):
-        found.append(Holder(export, "export", 0, export.name))
+        found.append(Holder(export, "export", 0))
     for name, entry in sorted(exclusions.resolved.items()):
         if entry.get("ids") and os.path.exists(entry.get("path", "")):
             found.append(Holder(Path(entry["path"]), "input", len(entry["ids"]), name))

@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -113,3 +114,56 @@ def test_an_export_of_an_affected_version_is_named_and_refused(folder: Path) -> 
     assert out.returncode == 1 and str(exported) in out.stdout
     shutil.rmtree(exported)
     assert cli("gc", str(store), "--purge-forgotten").returncode == 0
+
+
+def test_a_version_a_live_mixture_draws_from_is_named_and_kept(tmp_path: Path) -> None:
+    import yaml
+    from conftest import corpus as docs_corpus
+    from conftest import write_jsonl
+
+    from curate.mix.prepare import prepare
+
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs_corpus(40, dup_every=0, prefix="m"))
+    recipe = {
+        "name": "docs",
+        "inputs": ["data/*.jsonl"],
+        "id_field": "id",
+        "stages": [{"tokenize": {"source": str(REPO / "sample_data" / "tokenizer"),
+                                 "pack": {"seq_len": 16}}}],
+        "output": {"root": "out", "fsync": False},
+        "engine": {"workers": 1},
+    }  # fmt: skip
+    (tmp_path / "docs.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+    mixture = {"name": "mix", "budget": 320, "seed": 3, "output": {"root": "out", "fsync": False},
+               "sources": [{"recipe": "docs.yaml", "weight": 1}]}  # fmt: skip
+    (tmp_path / "mixture.yaml").write_text(yaml.safe_dump(mixture, sort_keys=False))
+    mixed = prepare(tmp_path / "mixture.yaml")
+    mixed.release()
+    (tmp_path / "ids.txt").write_text("m3\n")
+    out = cli("forget", str(tmp_path / "docs.yaml"), "--ids", str(tmp_path / "ids.txt"),
+              "--reason", "x")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    store = tmp_path / "out" / "docs"
+    where = cli("forget", str(store), "--where").stdout
+    assert f"mixture  {mixed.path}" in where
+    purged = cli("gc", str(store), "--purge-forgotten")
+    assert purged.returncode == 1 and str(mixed.path) in purged.stdout
+    assert (store / "v1").is_dir()
+
+
+def test_wait_waits_for_the_reader(folder: Path) -> None:
+    store = folder / "out" / "t"
+    reader = curate.open(store / "v1")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "curate.cli", "gc", str(store), "--purge-forgotten", "--wait"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        time.sleep(4)
+        assert waiting.poll() is None and (store / "v1").is_dir()  # still waiting
+    finally:
+        reader.release()
+    out, err = waiting.communicate(timeout=120)
+    assert waiting.returncode == 0, out + err
+    assert not (store / "v1").exists()
