@@ -1,29 +1,29 @@
-"""PII benchmark: the curate `pii` stage against plain Presidio, side by side in one run.
+"""PII benchmark: the curate `pii` stage against plain Presidio, each process starting cold.
 
-Contenders, on the same documents (real text: man pages, /usr/share/doc files such as
-changelogs and copyright files, Python sources; the corpus of `benchmarks.corpus`):
+Contenders, on the same documents, each round in fresh processes (nothing imported,
+built or remembered before; nothing persisted between rounds: the run's output and stage
+cache are deleted), CPU seconds of the whole process tree:
 
 - **plain Presidio**: `AnalyzerEngine.analyze` + `AnonymizerEngine.anonymize` per
   document, one process, with the same recognizers and settings as the stage's defaults
   (no-op NLP engine; e-mail, phone, card, IBAN, IP, US SSN, crypto; score >= 0.4;
-  each value replaced by `<TYPE>`).
-- **curate run**: `curate run` of a recipe holding only the `pii` stage with its
-  defaults, the local engine with `--workers` processes (all cores by default).
-- **curate stage, 1 process**: the stage's `process` over the same batches in this
-  process (per-core speed, no engine).
-- **plain Presidio, Presidio's defaults** (all 17 recognizers of the no-op engine,
-  no threshold) on a prefix of the corpus, for the figure people quote.
-- **datatrove PIIFormatter** (regex e-mail and IP, no validation), from its own venv,
-  for contrast.
+  each value replaced by `<TYPE>`), its imports and setup included.
+- **curate run, 2 workers** and **curate run, 1 worker**: `curate run` of a recipe holding
+  only the `pii` stage with its defaults (after a no-op normalize), local engine.
 
-The output of `curate run` must equal plain Presidio's text for every document (the
-benchmark exits non-zero otherwise). Wall seconds, CPU seconds (this process and its
-children) and MB/s are reported, and where the time goes: each recognizer's seconds,
-plain and as curate runs it, on a prefix.
+Rounds are paired (all contenders in each round, order rotating); medians are reported,
+with the foreign load of each round: CPU time the rest of the machine used meanwhile
+(from /proc/stat), in cores. Two corpora: `docs`, the first MB of benchmarks.corpus's
+100 MB corpus (man pages, /usr/share/doc files, Python's standard library: the corpus
+the stage was tuned on), and `site`, files of this Python environment's site-packages
+(third-party sources, their READMEs, licences and metadata), which it was not tuned on.
+The output of every curate run must equal plain Presidio's text for every document (the
+benchmark exits non-zero otherwise). Where the time goes: each recognizer's CPU seconds,
+plain and as curate runs them, and the setup of one process.
 
-    python -m benchmarks.pii --mb 50 [--workers 2] [--defaults-mb 5] [--profile-mb 5]
+    python -m benchmarks.pii --mb 50 [--corpus docs --corpus site] [--rounds 5]
 
-Writes benchmarks/results/pii.md and pii.json.
+Writes benchmarks/results/pii.md and pii.json (pii-<mb>.md/json for other sizes).
 """
 
 # ruff: noqa: E501  (report lines)
@@ -34,10 +34,11 @@ import json
 import os
 import platform
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,19 +48,27 @@ HERE = Path(__file__).resolve().parent
 WORK = HERE / "work" / "pii"
 RESULTS = HERE / "results"
 SOURCE = HERE / "work" / "corpus-100"
-DATATROVE_PY = os.environ.get("DATATROVE_PYTHON", "/work/benchvenv/bin/python")
+SITE = Path(
+    sys.prefix, "lib", f"python{sys.version_info[0]}.{sys.version_info[1]}", "site-packages"
+)
+SITE_SUFFIXES = {".py", ".md", ".rst", ".txt", ".cfg", ".toml", ".pyi"}
+SITE_NAMES = {"METADATA", "LICENSE", "LICENCE", "AUTHORS", "COPYING", "NOTICE", "README"}
+MAX_DOC_BYTES = 10**6
 
 
-def cpu() -> float:
-    me = resource.getrusage(resource.RUSAGE_SELF)
+def children_cpu() -> float:
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+    return kids.ru_utime + kids.ru_stime
 
 
-def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
-    c0, t0 = cpu(), time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - t0, cpu() - c0
+def machine_busy() -> float:
+    """CPU seconds the whole machine has been busy (all cores), from /proc/stat."""
+    try:
+        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    except OSError:
+        return float("nan")
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def build_corpus(mb: int) -> Path:
@@ -83,12 +92,51 @@ def build_corpus(mb: int) -> Path:
     return path
 
 
+def build_site_corpus(mb: int) -> Path:
+    """`mb` MB of text files of this environment's site-packages, in path order: a corpus
+    of another kind (third-party code, READMEs, licences, package metadata with authors'
+    addresses) that the stage was not tuned on."""
+    path = WORK / f"site-{mb}.jsonl"
+    if path.exists():
+        return path
+    budget = mb * 10**6
+    WORK.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w", encoding="utf-8") as out:
+        for root, dirs, files in os.walk(SITE):
+            dirs.sort()
+            for name in sorted(files):
+                file = Path(root, name)
+                if file.suffix not in SITE_SUFFIXES and file.stem not in SITE_NAMES:
+                    continue
+                try:
+                    data = file.read_bytes()
+                except OSError:
+                    continue
+                if not data or len(data) > MAX_DOC_BYTES or b"\0" in data:
+                    continue
+                try:
+                    text = data.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+                doc = {"id": str(file.relative_to(SITE)), "text": text}
+                out.write(json.dumps(doc, ensure_ascii=False) + "\n")
+                budget -= len(data)
+                if budget <= 0:
+                    break
+            if budget <= 0:
+                break
+    tmp.rename(path)
+    return path
+
+
 def load(path: Path) -> list[dict[str, str]]:
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
 
 def plain_presidio(docs: list[dict[str, str]], defaults: bool = False) -> dict[str, str]:
+    """Presidio as its documentation shows it, with the stage's recognizers and settings."""
     from presidio_anonymizer import AnonymizerEngine
     from presidio_anonymizer.entities import OperatorConfig
 
@@ -111,12 +159,26 @@ def plain_presidio(docs: list[dict[str, str]], defaults: bool = False) -> dict[s
     return out
 
 
-def curate_run(corpus: Path, workers: int) -> tuple[dict[str, str], float, float, dict[str, Any]]:
-    import shutil
+def plain_presidio_cold(corpus: Path, out: Path) -> tuple[float, float]:
+    """Plain Presidio in a fresh process (Presidio imported the way its users import it,
+    `import presidio_analyzer` first); its texts written to `out`."""
+    c0, t0 = children_cpu(), time.perf_counter()
+    subprocess.run([sys.executable, "-m", "benchmarks.pii", "--plain-worker", str(corpus), str(out)],
+                   check=True, cwd=HERE.parent)  # fmt: skip
+    return time.perf_counter() - t0, children_cpu() - c0
 
+
+def _plain_worker(corpus: Path, out: Path) -> None:
+    import presidio_analyzer  # noqa: F401  (as a user's script imports it: transformers and torch too, when installed)
+
+    texts = plain_presidio(load(corpus))
+    out.write_text(json.dumps(texts, ensure_ascii=False))
+
+
+def curate_run(corpus: Path, workers: int) -> tuple[dict[str, str], float, float, dict[str, Any]]:
     import yaml
 
-    folder = WORK / "run"
+    folder = WORK / f"run-{workers}"
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     recipe = {
@@ -131,10 +193,12 @@ def curate_run(corpus: Path, workers: int) -> tuple[dict[str, str], float, float
     }  # fmt: skip
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     curate_cli = Path(sys.executable).with_name("curate")
-    c0, t0 = cpu(), time.perf_counter()
+    # the code beside this benchmark; a stage cache of its own, deleted after the round
+    env = dict(os.environ, PYTHONPATH=str(HERE.parent), CURATE_CACHE=str(folder / "cache"))
+    c0, t0 = children_cpu(), time.perf_counter()
     subprocess.run([str(curate_cli), "run", "--quiet", str(folder / "recipe.yaml")], check=True,
-                   stdout=subprocess.DEVNULL)  # fmt: skip
-    wall, cpu_s = time.perf_counter() - t0, cpu() - c0
+                   stdout=subprocess.DEVNULL, env=env)  # fmt: skip
+    wall, cpu_s = time.perf_counter() - t0, children_cpu() - c0
     version = folder / "out" / "pii-bench" / "v1"
     texts: dict[str, str] = {}
     for shard in sorted((version / "shards").glob("*.arrow")):
@@ -143,51 +207,13 @@ def curate_run(corpus: Path, workers: int) -> tuple[dict[str, str], float, float
             zip(table.column("id").to_pylist(), table.column("text").to_pylist(), strict=True)
         )
     manifest = json.loads((version / "manifest.json").read_text())
+    shutil.rmtree(folder, ignore_errors=True)
     return texts, wall, cpu_s, manifest
 
 
-def curate_stage(docs: list[dict[str, str]]) -> dict[str, str]:
-    from curate.stages.base import StageContext
-    from curate.stages.pii import Pii, PiiParams
-
-    stage = Pii(PiiParams(), StageContext())
-    stage.setup()
-    out = {}
-    for i in range(0, len(docs), 512):
-        chunk = docs[i : i + 512]
-        batch = pa.RecordBatch.from_pylist([{"id": d["id"], "text": d["text"]} for d in chunk])
-        result = stage.process(batch).batch
-        out.update(
-            zip(result.column("id").to_pylist(), result.column("text").to_pylist(), strict=True)
-        )
-    return out
-
-
-DATATROVE = """
-import json, sys, time, resource
-from datatrove.pipeline.formatters import PIIFormatter
-f = PIIFormatter()
-docs = [json.loads(l)["text"] for l in open(sys.argv[1], encoding="utf-8")]
-t = time.perf_counter(); c = resource.getrusage(resource.RUSAGE_SELF)
-for d in docs: f.format(d)
-r = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"wall": time.perf_counter() - t, "cpu": r.ru_utime + r.ru_stime - c.ru_utime - c.ru_stime}))
-"""
-
-
-def datatrove(corpus: Path) -> dict[str, float] | None:
-    if not Path(DATATROVE_PY).exists():
-        return None
-    proc = subprocess.run(
-        [DATATROVE_PY, "-c", DATATROVE, str(corpus)], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
-
-
 def recognizer_seconds(docs: list[dict[str, str]]) -> list[tuple[str, float, float]]:
-    """Seconds per recognizer over docs: Presidio's own, and patched as curate runs them."""
+    """Seconds per recognizer over docs: Presidio's own, and patched as curate runs them
+    (caches cold: a fresh analyzer)."""
     from curate.pii.analyzer import Analysis, AnalyzerConfig
     from curate.stages.pii import DEFAULT_ENTITIES
 
@@ -213,45 +239,96 @@ def recognizer_seconds(docs: list[dict[str, str]]) -> list[tuple[str, float, flo
     return rows
 
 
+SETUP_PROBE = """
+import resource, time, json
+from curate.stages.base import StageContext
+from curate.stages.pii import Pii, PiiParams
+t = time.perf_counter()
+Pii(PiiParams(), StageContext()).setup()
+r = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"setup_wall": time.perf_counter() - t, "process_cpu": r.ru_utime + r.ru_stime}))
+"""
+
+
+def setup_cost() -> dict[str, float]:
+    """CPU seconds of a fresh process that only sets the stage up (Python, curate, Presidio)."""
+    proc = subprocess.run([sys.executable, "-c", SETUP_PROBE], check=True, capture_output=True,
+                          text=True, cwd=HERE.parent)  # fmt: skip
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def one_round(
+    corpus: Path, k: int, workers: int
+) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
+    """All contenders once, in an order that rotates with the round; outputs compared."""
+    names = ["plain", f"run{workers}", "run1"]
+    order = names[k % 3 :] + names[: k % 3]
+    out: dict[str, dict[str, float]] = {}
+    texts: dict[str, dict[str, str]] = {}
+    manifest: dict[str, Any] = {}
+    for name in order:
+        busy0 = machine_busy()
+        if name == "plain":
+            target = WORK / "plain.json"
+            wall, cpu_s = plain_presidio_cold(corpus, target)
+            texts[name] = json.loads(target.read_text())
+            target.unlink()
+        else:
+            texts[name], wall, cpu_s, manifest = curate_run(corpus, int(name[3:]))
+        foreign = (machine_busy() - busy0 - cpu_s) / wall
+        out[name] = {"wall_s": wall, "cpu_s": cpu_s, "foreign_load": max(0.0, foreign)}
+        print(json.dumps({"round": k, "contender": name, **out[name]}), flush=True)
+    plain = texts["plain"]
+    differ = sorted({i for n in names[1:] for i in plain if texts[n].get(i) != plain[i]})
+    original = {d["id"]: d["text"] for d in load(corpus)}
+    return out, {"differ": differ, "manifest": manifest,
+                 "changed": sum(1 for i, t in plain.items() if t != original[i])}  # fmt: skip
+
+
+def measure(corpus: Path, rounds: int, workers: int) -> dict[str, Any]:
+    docs = load(corpus)
+    size = sum(len(d["text"].encode()) for d in docs) / 1e6
+    per: dict[str, list[dict[str, float]]] = {}
+    differ: set[str] = set()
+    info: dict[str, Any] = {}
+    for k in range(rounds):
+        got, info = one_round(corpus, k, workers)
+        differ |= set(info["differ"])
+        for name, row in got.items():
+            per.setdefault(name, []).append(row)
+    med = {
+        name: {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+        for name, rows in per.items()
+    }
+    return {"corpus": corpus.name, "docs": len(docs), "mb": size, "rounds": per, "median": med,
+            "differ": sorted(differ), "manifest": info.get("manifest", {}),
+            "changed_docs": info.get("changed", 0)}  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=50)
-    ap.add_argument("--workers", type=int, default=os.cpu_count() or 1)
-    ap.add_argument("--defaults-mb", type=float, default=5)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--corpus", action="append", choices=["docs", "site"])
     ap.add_argument("--profile-mb", type=float, default=5)
+    ap.add_argument("--plain-worker", nargs=2, metavar=("CORPUS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
-    corpus = build_corpus(args.mb)
-    docs = load(corpus)
-    size = sum(len(d["text"].encode()) for d in docs) / 1e6
-    prefix = lambda mb: [d for d, acc in _prefix(docs, mb)]  # noqa: E731
-    rows: list[dict[str, Any]] = []
-
-    def row(name: str, n_docs: int, mb: float, wall: float, cpu_s: float) -> None:
-        rows.append({"contender": name, "docs": n_docs, "mb": round(mb, 2), "wall_s": round(wall, 2),
-                     "cpu_s": round(cpu_s, 2), "mb_per_s": round(mb / wall, 3),
-                     "docs_per_s": round(n_docs / wall, 1), "mb_per_cpu_s": round(mb / cpu_s, 3)})  # fmt: skip
-        print(json.dumps(rows[-1]), flush=True)
-
-    ran, wall, cpu_s, manifest = curate_run(corpus, args.workers)
-    row(f"curate run ({args.workers} workers)", len(docs), size, wall, cpu_s)
-    stage_out, wall, cpu_s = timed(lambda: curate_stage(docs))
-    row("curate stage, 1 process", len(docs), size, wall, cpu_s)
-    plain, wall, cpu_s = timed(lambda: plain_presidio(docs))
-    row("plain Presidio (same recognizers)", len(docs), size, wall, cpu_s)
-    sub = prefix(args.defaults_mb)
-    sub_mb = sum(len(d["text"].encode()) for d in sub) / 1e6
-    _, wall, cpu_s = timed(lambda: plain_presidio(sub, defaults=True))
-    row("plain Presidio, Presidio's defaults (17 recognizers)", len(sub), sub_mb, wall, cpu_s)
-    dt = datatrove(corpus)
-    if dt:
-        row("datatrove PIIFormatter (regex e-mail + IP)", len(docs), size, dt["wall"], dt["cpu"])
-
-    differ = [k for k in plain if ran.get(k) != plain[k] or stage_out.get(k) != plain[k]]
-    changed = sum(1 for d in docs if plain[d["id"]] != d["text"])
-    profile = recognizer_seconds(prefix(args.profile_mb))
-    report(args, size, len(docs), rows, differ, changed, manifest, profile)
-    if differ:
-        sys.exit(f"{len(differ)} documents differ between curate and plain Presidio")
+    if args.plain_worker:
+        _plain_worker(Path(args.plain_worker[0]), Path(args.plain_worker[1]))
+        return
+    kinds = args.corpus or ["docs", "site"]
+    results = []
+    for kind in kinds:
+        corpus = build_corpus(args.mb) if kind == "docs" else build_site_corpus(args.mb)
+        results.append(measure(corpus, args.rounds, args.workers))
+    docs = load(build_corpus(args.mb))
+    profile = recognizer_seconds([d for d, _ in _prefix(docs, args.profile_mb)])
+    setup = setup_cost()
+    report(args, results, profile, setup)
+    bad = [r["corpus"] for r in results if r["differ"]]
+    if bad:
+        sys.exit(f"documents differ between curate and plain Presidio in {', '.join(bad)}")
 
 
 def _prefix(docs: list[dict[str, str]], mb: float) -> Any:
@@ -263,53 +340,72 @@ def _prefix(docs: list[dict[str, str]], mb: float) -> Any:
         yield d, acc
 
 
-def report(args: Any, size: float, n: int, rows: list[dict[str, Any]], differ: list[str],
-           changed: int, manifest: dict[str, Any], profile: list[tuple[str, float, float]]) -> None:  # fmt: skip
-    by = {r["contender"]: r for r in rows}
-    plain = by["plain Presidio (same recognizers)"]
+def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, float, float]],
+           setup: dict[str, float]) -> None:  # fmt: skip
+    w = args.workers
     lines = [
-        "# PII: curate `pii` stage vs plain Presidio",
+        "# PII: curate `pii` stage vs plain Presidio, cold",
         "",
-        f"Corpus: {n} documents, {size:.1f} MB (benchmarks/work/pii/corpus-{args.mb}.jsonl: man pages, "
-        "/usr/share/doc files, Python sources). Machine: "
-        f"{os.cpu_count()} cores, {platform.python_version()}, load average at the end "
-        f"{os.getloadavg()[0]:.1f} (shared with other engineers: ratios measured in this run count).",
+        f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}. Medians of "
+        f"{args.rounds} paired rounds; every process starts cold (imports, setup and the phone "
+        "verdicts' memo included; nothing kept between rounds). CPU = CPU seconds of the "
+        "whole process tree; foreign load = cores the rest of the machine kept busy meanwhile.",
         "",
-        "| contender | docs | MB | wall s | CPU s | MB/s | docs/s | MB per CPU-s | wall vs plain | CPU vs plain |",
+        "| corpus | docs | MB | contender | wall s | CPU s | MB per CPU-s | CPU vs plain | wall vs plain | foreign load |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['contender']} | {r['docs']} | {r['mb']} | {r['wall_s']} | {r['cpu_s']} | {r['mb_per_s']} "
-            f"| {r['docs_per_s']} | {r['mb_per_cpu_s']} | {r['mb_per_s'] / plain['mb_per_s']:.1f}x "
-            f"| {r['mb_per_cpu_s'] / plain['mb_per_cpu_s']:.1f}x |"
+    labels = {"plain": "plain Presidio (same recognizers), 1 process", f"run{w}": f"curate run, {w} workers",
+              "run1": "curate run, 1 worker"}  # fmt: skip
+    summary = []
+    for r in results:
+        med = r["median"]
+        plain = med["plain"]
+        for name in ("plain", f"run{w}", "run1"):
+            m = med[name]
+            lines.append(
+                f"| {r['corpus']} | {r['docs']} | {r['mb']:.1f} | {labels[name]} | {m['wall_s']:.2f} "
+                f"| {m['cpu_s']:.2f} | {r['mb'] / m['cpu_s']:.3f} | {plain['cpu_s'] / m['cpu_s']:.1f}x "
+                f"| {plain['wall_s'] / m['wall_s']:.1f}x | {m['foreign_load']:.2f} |"
+            )
+        summary.append(
+            f"- {r['corpus']}: identical output on every document: "
+            f"**{'yes' if not r['differ'] else 'NO, ' + str(len(r['differ'])) + ' differ'}** "
+            f"({r['changed_docs']} documents changed); {w} workers vs 1 worker in wall: "
+            f"**{med['run1']['wall_s'] / med[f'run{w}']['wall_s']:.2f}x**; per CPU-second vs plain "
+            f"Presidio: **{med['plain']['cpu_s'] / med[f'run{w}']['cpu_s']:.1f}x**"
         )
-    counters = manifest["stages"][-1].get("counters", {})
+    lines += ["", *summary, ""]
+    for r in results:
+        counters = r["manifest"].get("stages", [{}])[-1].get("counters", {})
+        lines.append(f"The stage's counters ({r['corpus']}): `" + json.dumps(counters) + "`")
+        lines.append("")
     lines += [
+        f"Setup of one process (Python, curate, Presidio imported without torch/transformers, "
+        f"the analyzer built): {setup['process_cpu']:.2f} CPU s. With the local engine's forked "
+        "workers it is paid once, in the driver, before the fork.",
         "",
-        f"Identical output: curate run and the in-process stage vs plain Presidio on every document: "
-        f"**{'yes' if not differ else f'NO, {len(differ)} differ'}**; documents changed: {changed}.",
-        "",
-        "The stage's counters in the manifest: `" + json.dumps(counters) + "`",
-        "",
-        f"Where the time goes, first {args.profile_mb} MB (each recognizer's `analyze`, CPU seconds; "
-        "curate's caches start cold here):",
+        f"Where the time goes, first {args.profile_mb} MB of the docs corpus (each recognizer's "
+        "`analyze`, CPU seconds, caches cold):",
         "",
         "| recognizer | plain Presidio | as curate runs it | ratio |",
         "|---|---|---|---|",
     ]
     for name, a, b in sorted(profile, key=lambda x: -x[1]):
         lines.append(f"| {name} | {a:.2f} | {b:.2f} | {a / max(b, 1e-9):.1f}x |")
+    kinds = " ".join(
+        f"--corpus {r['corpus'].split('-')[0].replace('corpus', 'docs')}" for r in results
+    )
     lines += [
         "",
-        f"Command: `python -m benchmarks.pii --mb {args.mb} --workers {args.workers}`",
+        f"Command: `python -m benchmarks.pii --mb {args.mb} --workers {w} --rounds {args.rounds} {kinds}`",
         "",
     ]
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "pii.md").write_text("\n".join(lines))
-    (RESULTS / "pii.json").write_text(
-        json.dumps({"rows": rows, "differ": len(differ), "profile": profile}, indent=1)
-    )
+    stem = "pii" if args.mb == 50 else f"pii-{args.mb}"
+    (RESULTS / f"{stem}.md").write_text("\n".join(lines))
+    (RESULTS / f"{stem}.json").write_text(json.dumps(
+        {"results": [{k: v for k, v in r.items() if k != "manifest"} for r in results],
+         "profile": profile, "setup": setup}, indent=1))  # fmt: skip
     print("\n".join(lines))
 
 

@@ -115,6 +115,15 @@ class LocalEngine(Engine):
                 self.terminate()
                 raise
 
+    def forks(self) -> bool:
+        """Whether `start()` would fork the workers from this process as it is now."""
+        return (
+            self.workers > 1
+            and self._pool is None
+            and "fork" in multiprocessing.get_all_start_methods()
+            and _fork_is_safe()
+        )
+
     def begin(self, job: Job) -> None:
         if len(job.partitions) > 1:
             self.start()

@@ -15,6 +15,8 @@ Speed, without changing a result (tests compare with plain Presidio on every doc
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,8 +24,10 @@ from pathlib import Path
 from typing import Any
 
 from curate.errors import CurateError, shown
-from curate.pii import offline, quiet
+from curate.pii import lean, offline, quiet
 from curate.pii.spans import Span
+
+log = logging.getLogger(__name__)
 
 # phonenumbers' candidate pattern needs a digit as Python's `re` defines one.
 _DIGIT = re.compile(r"\d")
@@ -63,8 +67,9 @@ class Analysis:
         offline.prepare()
         quiet.install()
         try:
-            from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
-            from presidio_analyzer.nlp_engine import NlpEngineProvider
+            with lean.presidio_import():
+                from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+                from presidio_analyzer.nlp_engine import NlpEngineProvider
         except ImportError:
             raise CurateError("the pii stage needs Presidio: pip install 'curate[pii]'") from None
 
@@ -73,6 +78,9 @@ class Analysis:
         self.gates: dict[str, dict[str, list[Callable[[str], bool]] | None]] = {}
         if config.fast:
             self._speed_up()
+        if "EMAIL_ADDRESS" in config.entities:
+            offline.warm()
+        log.debug("pii: analyzer built in process %d", os.getpid())
 
     def _build(self, config: AnalyzerConfig, engine: Any, registry_cls: Any, provider: Any) -> None:
         self.config = config

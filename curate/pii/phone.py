@@ -219,8 +219,13 @@ class _SharedMatcher(PhoneNumberMatcher):
     ) -> None:
         super().__init__(text, region, leniency=leniency)
         self._parts = parts if parts is not None else {}
+        self._valid_only = leniency >= phonenumbers.Leniency.VALID
+        self._area = _region(region or "ZZ")
 
     def _parse_and_verify(self, candidate: str, offset: int) -> PhoneNumberMatch | None:
+        # A part that cannot be a valid number here (see `_hopeless`, `_Region`) is not parsed.
+        if self._valid_only and (_hopeless(candidate) or self._area.hopeless(candidate)):
+            return None
         text = self.text
         prev_bad = offset > 0 and not _LEAD_PATTERN.match(candidate) and _bad(text[offset - 1])
         end = offset + len(candidate)
@@ -235,73 +240,194 @@ class _SharedMatcher(PhoneNumberMatcher):
         return match
 
 
+class _Walk:
+    """Regions searching from one position: a shared base budget and each one's offset."""
+
+    __slots__ = ("base", "lowest", "members")
+
+    def __init__(self, base: int) -> None:
+        self.base = base
+        self.lowest = 0
+        self.members: list[tuple[_SharedMatcher, dict[Key, Any], int]] = []
+
+    @staticmethod
+    def join(
+        waiting: dict[int, _Walk], index: int, m: _SharedMatcher, verdicts: dict[Key, Any],
+        budget: int,
+    ) -> None:  # fmt: skip
+        walk = waiting.get(index)
+        if walk is None:
+            walk = waiting[index] = _Walk(budget)
+        offset = budget - walk.base
+        walk.members.append((m, verdicts, offset))
+        walk.lowest = min(walk.lowest, offset)
+
+    def moveto(self, waiting: dict[int, _Walk], index: int) -> None:
+        there = waiting.get(index)
+        if there is None:
+            waiting[index] = self
+            return
+        for m, verdicts, offset in self.members:
+            _Walk.join(waiting, index, m, verdicts, self.base + offset)
+
+    def keep_alive(self) -> None:
+        """Drop the regions whose budget is spent (their matchers stop there)."""
+        self.members = [x for x in self.members if self.base + x[2] > 0]
+        self.lowest = min((x[2] for x in self.members), default=0)
+
+
 class SharedPhone:
     """Replaces a `PhoneRecognizer`'s `analyze`: same matches, shared scan, remembered verdicts.
 
     Patched per instance, so the recognizer's id, context and thresholds stay its own.
+
+    The regions' matchers walk a text in lockstep (`lockstep`): until a region finds a
+    number, every region meets the same candidates with the same retry budget, because
+    what a candidate costs in retries when nothing in it parses does not depend on the
+    region. So a candidate that no region can parse (`silent`: its retry cost, remembered
+    per candidate) is one look-up for all regions instead of one per region. A region
+    that finds a number goes on from the number's end, with its own budget, as its own
+    matcher would, and walks with the others again where its search meets theirs.
     """
 
     def __init__(self, recognizer: PhoneRecognizer) -> None:
         self.recognizer = recognizer
         self.verdicts: dict[tuple[str, int], dict[Key, Any]] = {}
         self.parts: dict[tuple[str, int], dict[Any, Any]] = {}
+        self.silent: dict[int, dict[Key, int]] = {}
 
     def __call__(
         self, text: str, entities: list[str], nlp_artifacts: Any = None, **kwargs: Any
     ) -> list[RecognizerResult]:
         r = self.recognizer
         leniency = int(r.leniency or 0)
-        results = []
         scan = _Scan(text)
+        group = []
         for region in r.supported_regions:
             verdicts = self.verdicts.setdefault((region, leniency), {})
             parts = self.parts.setdefault((region, leniency), {})
-            matcher = _SharedMatcher(text, region, leniency, parts)
-            for match in self.matches(scan, matcher, verdicts):
-                results.append(r._get_recognizer_result(match, text, region, nlp_artifacts))
+            group.append((_SharedMatcher(text, region, leniency, parts), verdicts))
+        results = [
+            r._get_recognizer_result(match, text, region, nlp_artifacts)
+            for region, match in self.lockstep(scan, group, self.silent.setdefault(leniency, {}))
+        ]
+        # remove_duplicates starts from a set and sorts: the order of results does not count
         return EntityRecognizer.remove_duplicates(results)
 
+    @classmethod
+    def lockstep(
+        cls,
+        scan: _Scan,
+        group: list[tuple[_SharedMatcher, dict[Key, Any]]],
+        silent: dict[Key, int],
+    ) -> list[tuple[str | None, PhoneNumberMatch]]:
+        """Every region's matches (region, match), as each region's own matcher finds them.
+
+        Regions that search from the same position walk together (`_Walk`), each with its
+        own budget; `silent[key]` is the retries a candidate costs in every region of
+        `group` when none finds a number in it, reused while every walker's budget exceeds
+        it. A region that finds a number goes on from the number's end, and walks with
+        the others again once its search position meets theirs.
+        """
+        found: list[tuple[str | None, PhoneNumberMatch]] = []
+        whole = len(group)
+        shortest = group[0][0]._min_candidate_length
+        if any(m._min_candidate_length != shortest for m, _ in group):
+            for m, verdicts in group:  # matchers not alike: each on its own
+                found += [(m.preferred_region, x) for x in cls.matches(scan, m, verdicts)]
+            return found
+        waiting: dict[int, _Walk] = {}
+        for m, verdicts in group:
+            _Walk.join(waiting, 0, m, verdicts, m._max_tries)
+        known = scan.found
+        while waiting:
+            index = min(waiting)
+            walk = waiting.pop(index)
+            hit = known[index] if index in known else scan.next(index)
+            if hit is None:
+                continue
+            start, candidate, key = hit
+            end = start + len(candidate)
+            if len(candidate) < shortest:
+                walk.moveto(waiting, end)
+                continue
+            used = silent.get(key)
+            if used is not None and walk.base + walk.lowest > used:
+                walk.base -= used + 1
+                if walk.base + walk.lowest > 0:
+                    walk.moveto(waiting, end)
+                else:
+                    walk.keep_alive()
+                    if walk.members:
+                        walk.moveto(waiting, end)
+                continue
+            spent: set[int | None] = set()
+            for m, verdicts, offset in walk.members:
+                m._max_tries = before = walk.base + offset
+                match = cls.step(m, start, candidate, key, verdicts)
+                if match is not None:
+                    found.append((m.preferred_region, match))
+                    spent.add(None)
+                    if m._max_tries > 0:
+                        _Walk.join(waiting, match.end, m, verdicts, m._max_tries)
+                    continue
+                spent.add(before - m._max_tries if m._max_tries > 0 else None)
+                if m._max_tries > 1:
+                    _Walk.join(waiting, end, m, verdicts, m._max_tries - 1)
+            cost = spent.pop() if len(spent) == 1 else None
+            if len(walk.members) == whole and cost is not None:
+                if len(silent) >= _MEMO_LIMIT:  # no region parses it, within budget
+                    silent.clear()
+                silent[key] = cost
+        return found
+
     @staticmethod
+    def step(
+        m: _SharedMatcher, start: int, candidate: str, key: Key, verdicts: dict[Key, Any]
+    ) -> PhoneNumberMatch | None:
+        """One candidate, as `PhoneNumberMatcher._find` treats it (the retry spent on a
+        candidate without a number is the caller's), its verdict remembered or reused."""
+        known = verdicts.get(key)
+        if known is not None and m._max_tries > known[0]:
+            used, rel, raw, number = known
+            m._max_tries -= used
+            return None if raw is None else PhoneNumberMatch(start + rel, raw, number)
+        if (
+            m.leniency >= phonenumbers.Leniency.VALID
+            and (_hopeless(candidate) or _region(m.preferred_region or "ZZ").hopeless(candidate))
+            and m._max_tries > (used := _tries_when_nothing_parses(candidate, key[3]))
+        ):
+            m._max_tries -= used
+            if len(verdicts) >= _MEMO_LIMIT:
+                verdicts.clear()
+            verdicts[key] = (used, 0, None, None)  # as a cached failed parse
+            return None
+        budget = m._max_tries
+        match = m._extract_match(candidate, start)
+        if m._max_tries > 0:  # a verdict reached within budget: reusable
+            if len(verdicts) >= _MEMO_LIMIT:
+                verdicts.clear()
+            verdicts[key] = (
+                (budget - m._max_tries, 0, None, None)
+                if match is None
+                else (budget - m._max_tries, match.start - start, match.raw_string, match.number)
+            )
+        return match
+
+    @classmethod
     def matches(
-        scan: _Scan, m: _SharedMatcher, verdicts: dict[Key, Any]
+        cls, scan: _Scan, m: _SharedMatcher, verdicts: dict[Key, Any], index: int = 0
     ) -> Iterator[PhoneNumberMatch]:
-        """PhoneNumberMatcher's iteration (`has_next` and `_find`), one loop, verdicts reused."""
+        """PhoneNumberMatcher's iteration (`has_next` and `_find`) from `index`, one loop,
+        verdicts reused."""
         found = scan.found
-        region = _region(m.preferred_region or "ZZ")
-        index = 0
         while m._max_tries > 0:
             hit = found[index] if index in found else scan.next(index)
             if hit is None:
                 return
             start, candidate, key = hit
             if len(candidate) >= m._min_candidate_length:
-                known = verdicts.get(key)
-                if known is not None and m._max_tries > known[0]:
-                    used, rel, raw, number = known
-                    m._max_tries -= used
-                    match = None if raw is None else PhoneNumberMatch(start + rel, raw, number)
-                elif (
-                    m.leniency >= phonenumbers.Leniency.VALID
-                    and (_hopeless(candidate) or region.hopeless(candidate))
-                    and m._max_tries > (used := _tries_when_nothing_parses(candidate, key[3]))
-                ):
-                    m._max_tries -= used
-                    match = None
-                    if len(verdicts) >= _MEMO_LIMIT:
-                        verdicts.clear()
-                    verdicts[key] = (used, 0, None, None)  # as a cached failed parse
-                else:
-                    budget = m._max_tries
-                    match = m._extract_match(candidate, start)
-                    if m._max_tries > 0:  # a verdict reached within budget: reusable
-                        if len(verdicts) >= _MEMO_LIMIT:
-                            verdicts.clear()
-                        verdicts[key] = (
-                            (budget - m._max_tries, 0, None, None)
-                            if match is None
-                            else (budget - m._max_tries, match.start - start, match.raw_string,
-                                  match.number)
-                        )  # fmt: skip
+                match = cls.step(m, start, candidate, key, verdicts)
                 if match is not None:
                     yield match
                     index = match.end

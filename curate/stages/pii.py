@@ -184,6 +184,13 @@ class Pii(MapStage[PiiParams]):
             "actions": {name: rule.action for name, rule in sorted(self.params.rules().items())},
         }
 
+    @property
+    def setup_shared_by_fork(self) -> bool:
+        """Presidio with the no-op NLP engine starts no thread, so the local engine's forked
+        workers can inherit one analyzer built in the driver (`build._set_up_before_fork`).
+        A spaCy pipeline may start native threads (numpy's BLAS): each worker builds its own."""
+        return self.params.spacy_model is None
+
     def setup(self) -> None:
         from curate.pii.analyzer import Analysis, AnalyzerConfig, resolve_spacy_model
 

@@ -57,3 +57,42 @@ def test_retries_replayed_for_hopeless_candidates() -> None:
         before = m._max_tries
         assert m._extract_match(piece, 0) is None
         assert before - m._max_tries == _tries_when_nothing_parses(piece, False), piece
+
+
+MATCHY = ["+44 20 7946 0958", "(212) 555-0100", "030 901820", "+49 30 901820", "07700 900123",
+          "+1 415 555 2671", "2024-01-05", "3.4", "12", "98765 43210", "+55 11 91234-5678"]  # fmt: skip
+
+
+def dense_texts(n: int) -> list[str]:
+    """Texts where regions find different numbers, so that they leave the lockstep and
+    meet again."""
+    rng = random.Random(7)
+    pieces = PIECES + MATCHY * 2
+    return [
+        " ".join(rng.choice(pieces) + rng.choice(["", ",", ";", " and", ":07", " x"])
+                 for _ in range(rng.randint(1, 80)))
+        for _ in range(n)
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("budget", [1, 2, 5, 17, 65535])
+def test_lockstep_equals_each_regions_own_matcher(budget: int) -> None:
+    """All regions walked together (shared candidates, verdicts that no region parses
+    remembered once) give each region exactly what its own PhoneNumberMatcher gives."""
+    regions = ("US", "GB", "DE", "FR", "IL", "IN", "CA", "BR")
+    verdicts: dict = {}
+    silent: dict = {}
+    for text in dense_texts(40) + texts(10):
+        want = sorted(
+            (region, m.start, m.end)
+            for region in regions
+            for m in PhoneNumberMatcher(text, region, leniency=1, max_tries=budget)
+        )
+        group = []
+        for region in regions:
+            m = _SharedMatcher(text, region, 1)
+            m._max_tries = budget
+            group.append((m, verdicts.setdefault(region, {})))
+        found = SharedPhone.lockstep(_Scan(text), group, silent)
+        assert sorted((region, x.start, x.end) for region, x in found) == want, (text, budget)
+    assert silent  # the shortcut was taken

@@ -1,0 +1,42 @@
+"""Presidio is imported without torch and transformers (`curate.pii.lean`), which cost
+about 6 CPU seconds per process and which curate's no-op and spaCy engines never use;
+afterwards both stay importable for any other code of the process."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("presidio_analyzer")
+
+PROBE = """
+import json, sys
+from curate.pii.analyzer import Analysis, AnalyzerConfig
+a = Analysis(AnalyzerConfig(("en",), ("EMAIL_ADDRESS", "PHONE_NUMBER"), 0.4))
+found = [(s.start, s.end, s.entity) for s in a.analyze("mail a.b@example.org or call +44 20 7946 0958")[0]]
+loaded = {name: name in sys.modules for name in ("torch", "transformers", "presidio_analyzer")}
+importable = {}
+for name in ("torch", "transformers"):
+    try:
+        __import__(name)
+        importable[name] = True
+    except ImportError:
+        importable[name] = False
+print(json.dumps({"found": found, "loaded": loaded, "importable": importable}))
+"""
+
+
+def test_presidio_imported_without_torch_and_transformers() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["found"] == [[5, 20, "EMAIL_ADDRESS"], [29, 45, "PHONE_NUMBER"]]
+    assert out["loaded"] == {"torch": False, "transformers": False, "presidio_analyzer": True}
+    for name in ("torch", "transformers"):  # blocked only while Presidio was imported
+        assert out["importable"][name] == (importlib.util.find_spec(name) is not None)
