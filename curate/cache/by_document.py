@@ -37,6 +37,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -85,6 +86,7 @@ class ByDocument:
     entered: set[str]  # ids of the documents the first stage was given
     reused: set[str] = field(default_factory=set)
     computed: int = 0
+    texts_computed: int = 0
     fallback_chunks: int = 0
 
     def old_counts(self) -> list[StageCounts]:
@@ -123,20 +125,60 @@ class ByDocument:
         if new.any():
             computed = compute(batch.filter(pa.array(new)))
         position = {doc: r for r, doc in enumerate(ids)}
-        tables: list[pa.Table] = []
-        for i, (stage, state) in enumerate(zip(maps, self.stages, strict=True)):
+        calls: list[list[tuple[pa.Table, bool]]] = []
+        for i, state in enumerate(self.stages):
             mine = [t for t in computed[1][i]] if computed is not None else []
             called = _reached(i, gone_at, new, final)
-            made = _call_tables(stage, state, i, ids, gone_at, called, position, mine)
-            if made is None:
-                return None
-            tables += made
+            calls.append(_call_tables(state, i, ids, gone_at, called, position, mine))
+        texts = self._texts(batch, maps, calls, compute)
+        tables: list[pa.Table] = []
+        for stage, made in zip(maps, calls, strict=True):
+            for table, offered in made:
+                if stage.context.examples and EXAMPLE in table.column_names:
+                    chosen = _choose(table, stage.context.examples, offered, texts)
+                    if chosen is None:
+                        return None
+                    table = chosen
+                tables.append(table)
         out = self._rows(batch, final, computed)
         if out is None:
             return None
         self.reused.update(doc for r, doc in enumerate(ids) if not new[r])
         self.computed += int(new.sum())
         return out, tables, computed[2] if computed is not None else []
+
+    def _texts(
+        self,
+        batch: pa.RecordBatch,
+        maps: list[MapStage],
+        calls: list[list[tuple[pa.Table, bool]]],
+        compute: Compute,
+    ) -> dict[tuple[int, str, str], dict[str, Any]]:
+        """The example values a chunk's new choice needs and the entries do not hold
+        (documents chosen now, not then): the documents computed again, alone, for them
+        (what they counted is not kept: the entries' counts hold them already)."""
+        wanted: set[str] = set()
+        for stage, made in zip(maps, calls, strict=True):
+            for table, offered in made:
+                if stage.context.examples and EXAMPLE in table.column_names:
+                    wanted |= _lacking(table, stage.context.examples, offered)
+        if not wanted:
+            return {}
+        ids = batch.column(ID).cast(pa.string())
+        _, tables, _ = compute(batch.filter(pc.is_in(ids, value_set=pa.array(sorted(wanted)))))
+        self.texts_computed += len(wanted)
+        found: dict[tuple[int, str, str], dict[str, Any]] = {}
+        for per_stage in tables:
+            for part in per_stage:
+                if EXAMPLE not in part.column_names:
+                    continue
+                for doc, reason, value in zip(
+                    part.column(ID).to_pylist(), part.column("reason").to_pylist(),
+                    part.column(EXAMPLE).to_pylist(), strict=True,
+                ):  # fmt: skip
+                    if _has_text(value):
+                        found[(value["position"], doc, reason)] = value
+        return found
 
     def _rows(
         self, batch: pa.RecordBatch, final: np.ndarray, computed: StageRun | None
@@ -198,6 +240,7 @@ class ByDocument:
             "computed": self.computed,
             "recounted": len(self.entered - self.reused),
             "chunks_computed_whole": self.fallback_chunks,
+            "texts_computed": self.texts_computed,
         }
 
 
@@ -207,7 +250,6 @@ def _reached(i: int, gone_at: np.ndarray, new: np.ndarray, final: np.ndarray) ->
 
 
 def _call_tables(
-    stage: MapStage,
     state: _Stage,
     i: int,
     ids: list[str],
@@ -215,12 +257,11 @@ def _call_tables(
     called: np.ndarray,
     position: dict[str, int],
     computed: list[pa.Table],
-) -> list[pa.Table] | None:
-    """Stage i's removed and offered tables for the chunk, as one call over its documents
-    makes them: the old documents' rows from the entry, the computed documents' rows, in
-    the chunk's row order, the examples chosen again; None when a chosen example's text is
-    not at hand."""
-    k = stage.context.examples
+) -> list[tuple[pa.Table, bool]]:
+    """Stage i's removed and offered tables for the chunk (each with whether it is the
+    offered one), as one call over its documents makes them, examples not yet chosen: the
+    old documents' rows from the entry and the computed documents' rows, in the chunk's
+    row order."""
     removed_rows = [state.removed_at[ids[r]] for r in np.flatnonzero(gone_at == i)]
     offered_rows = [
         n for r in np.flatnonzero(called) if (rows := state.offered_at.get(ids[r])) for n in rows
@@ -230,20 +271,21 @@ def _call_tables(
     out = []
     removed = _merged(state.removed, removed_rows, new_removed, position)
     if removed is not None:
-        if k and EXAMPLE in removed.column_names:
-            removed = _choose(removed, k, offered=False)
-            if removed is None:
-                return None
-        out.append(removed)
+        out.append((removed, False))
     if state.offered is not None or new_offered:
         base = state.offered if state.offered is not None else new_offered[0].slice(0, 0)
         offered = _merged(base, offered_rows, new_offered, position)
         if offered is not None:
-            offered = _choose(offered, k, offered=True)
-            if offered is None:
-                return None
-            out.append(offered)
+            out.append((offered, True))
     return out
+
+
+def _position_of(table: pa.Table) -> int:
+    """The stage position its rows' examples name (every row of one stage's table)."""
+    for value in table.column(EXAMPLE).to_pylist():
+        if value is not None:
+            return int(value["position"])
+    return -1
 
 
 def _offered_table(table: pa.Table) -> bool:
@@ -268,22 +310,44 @@ def _merged(
     return table.take(pa.array(order))
 
 
-def _choose(table: pa.Table, k: int, *, offered: bool) -> pa.Table | None:
-    """The table with its examples chosen again over its rows (the k smallest id hashes
-    per reason keep their text, the others none); None when a chosen row has no text."""
+def _chosen(table: pa.Table, k: int) -> set[int]:
+    """Rows of `table` a stage call chooses as examples: the k smallest id hashes per reason."""
     ids = table.column(ID).to_pylist()
     reasons = table.column("reason").to_pylist()
-    chosen = set(smallest([(r, id_hash(d), d) for r, d in zip(reasons, ids, strict=True)], k))
+    return set(smallest([(r, id_hash(d), d) for r, d in zip(reasons, ids, strict=True)], k))
+
+
+def _has_text(value: dict[str, Any] | None) -> bool:
+    return value is not None and value["characters"] != NOT_SHOWN
+
+
+def _lacking(table: pa.Table, k: int, offered: bool) -> set[str]:
+    """Ids of the rows chosen now that hold no example text."""
     values = table.column(EXAMPLE).to_pylist()
+    ids = table.column(ID).to_pylist()
+    return {ids[n] for n in _chosen(table, k) if not _has_text(values[n])}
+
+
+def _choose(
+    table: pa.Table, k: int, offered: bool, texts: dict[tuple[int, str, str], dict[str, Any]]
+) -> pa.Table | None:
+    """The table with its examples chosen again over its rows (the k smallest id hashes
+    per reason keep their text, from the row or from `texts`, the others none); None when
+    a chosen row's text is nowhere."""
+    ids = table.column(ID).to_pylist()
+    reasons = table.column("reason").to_pylist()
+    chosen = _chosen(table, k)
+    values = table.column(EXAMPLE).to_pylist()
+    position = _position_of(table)
     out = []
     for n, value in enumerate(values):
-        has_text = value is not None and (not offered or value["characters"] != NOT_SHOWN)
         if n in chosen:
-            if not has_text:
-                return None
+            if not _has_text(value):
+                value = texts.get((position, ids[n], reasons[n]))
+                if value is None:
+                    return None
             out.append(value)
         elif offered:
-            position = value["position"] if value is not None else None
             out.append({"position": position, "text": None, "characters": NOT_SHOWN,
                         "removed": False})  # fmt: skip
         else:
