@@ -54,12 +54,19 @@ class FilterReport:
     """The stage's own tallies (quality_filter: `lines_removed:c4:<rule>`)."""
     changes: list[tuple[str, str, str]] = field(default_factory=list)
     """(id, text before, text after) of the first documents it changed."""
+    scores: Any = None
+    """A scoring stage's (classifier) score histogram and examples either side of its
+    bounds, from its `score_report(batch, ids, texts, examples)`; None for other stages."""
 
     @property
     def removed(self) -> int:
         return sum(self.first.values())
 
     def __str__(self) -> str:
+        text = self._rules()
+        return text if self.scores is None else f"{text}\n\n{self.scores}"
+
+    def _rules(self) -> str:
         width = max([len(r) for r in self.alone] + [len(r) for r in self.first] + [4])
         lines = [
             f"{self.stage} on a sample of {self.documents:,} documents: removes {self.removed:,} "
@@ -193,6 +200,9 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
         for rule in report.first:
             hits = [i for i, r in enumerate(first) if r == rule][:examples]
             report.examples[rule] = [(ids[i], texts[i]) for i in hits]
+    scored = getattr(target, "score_report", None)
+    if scored is not None:
+        report.scores = scored(batch, ids, texts, examples)
     return report
 
 

@@ -42,8 +42,8 @@ class ModelParams(StageParams):
         description="A fastText .bin file, a Hugging Face model folder, or a hub id in the "
         "local HF cache; relative to the recipe."
     )
-    kind: Literal["auto", "fasttext"] = Field(
-        "auto", description="Model family; auto: a file is fastText."
+    kind: Literal["auto", "fasttext", "hf"] = Field(
+        "auto", description="Model family; auto: a file is fastText, a folder Hugging Face."
     )
     name: str | None = Field(
         None,
@@ -57,6 +57,18 @@ class ModelParams(StageParams):
     )
     keep_labels: list[str] | None = Field(
         None, min_length=1, description="Keep only documents whose top label is one of these."
+    )
+    device: Literal["cpu", "cuda"] = Field(
+        "cpu", description="Hugging Face models: where the model runs (GPU scores differ)."
+    )
+    batch_size: int = Field(
+        32, ge=1, description="Hugging Face models: documents per forward pass (by length)."
+    )
+    max_length: int | None = Field(
+        None,
+        ge=1,
+        description="Hugging Face models: tokens kept per document; default: "
+        "the tokenizer's model_max_length, within the config's positions.",
     )
 
     @property
@@ -91,6 +103,11 @@ class ClassifierParams(StageParams):
     )
     max_score: float | None = Field(
         None, description="Drop documents scoring above this (the combined score, if several)."
+    )
+    threads: int | None = Field(
+        None,
+        ge=1,
+        description="Hugging Face models: torch threads; default: the worker's CPU share.",
     )
     roles: Roles | None = roles_field()
 

@@ -28,13 +28,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.classify.params import ClassifierParams, ModelParams
+from curate.classify.hf_model import config_labels, declared_dtype, model_max_length, read_config
+from curate.classify.inspect import ScoreReport, score_report
+from curate.classify.params import ClassifierParams
 from curate.classify.predictions import Predictions, check_label
 from curate.classify.source import ModelSource, resolve_model
 from curate.io.batches import ID
 from curate.reasons import CLASSIFIER_ABOVE, CLASSIFIER_BELOW, CLASSIFIER_LABEL
 from curate.stages.base import MapStage, StageResult, rejected_table
-from curate.stats import UNIT, Stats
+from curate.stats import UNIT, Stats, linear
+
+REGRESSION = linear(0.0, 5.0, 20)
+"""A regression model's scores (FineWeb-Edu's 0-5 scale) in twenty bins of 0.25."""
 
 _REASON_CODE = re.compile(r"[^A-Za-z0-9_.\-]")
 
@@ -63,34 +68,54 @@ class Classifier(MapStage[ClassifierParams]):
         return found
 
     def software(self) -> dict[str, str]:
-        from curate.classify import fasttext_model
+        from curate.classify import fasttext_model, hf_model
 
         soft: dict[str, str] = {}
         for spec, src in zip(self.params.models, self.sources(), strict=True):
-            if src.kind == "fasttext":
-                soft.update(fasttext_model.software())
+            library = fasttext_model if src.kind == "fasttext" else hf_model
+            soft.update(library.software())
             for file, digest in src.digests().items():
                 soft[f"model_sha256:{spec.column_prefix}/{file}"] = digest
         return soft
 
-    def labelled(self, spec: ModelParams) -> bool:
-        """Whether the model adds a `<name>_label` column: no `label` named."""
-        return spec.score_label is None
+    def config(self, index: int) -> dict[str, Any] | None:
+        """A Hugging Face model's config.json (None for fastText), read once."""
+        configs: dict[int, dict[str, Any] | None] = self.__dict__.setdefault("_configs", {})
+        if index not in configs:
+            src = self.sources()[index]
+            configs[index] = read_config(src.path) if src.kind == "hf" else None
+        return configs[index]
+
+    def labelled(self, index: int) -> bool:
+        """Whether a model adds a `<name>_label` column: no `label` named, and it is no
+        regression (which has no labels)."""
+        config = self.config(index)
+        regression = config is not None and config_labels(config)[1]
+        return self.params.models[index].score_label is None and not regression
 
     def describe(self) -> dict[str, Any]:
         p = self.params
         models = []
-        for spec, src in zip(p.models, self.sources(), strict=True):
-            models.append(
-                {
-                    "name": spec.column_prefix,
-                    "kind": src.kind,
-                    "source": spec.model,
-                    "path": str(src.path),
-                    "files": src.digests(),
-                    "score": f"P({spec.score_label})" if spec.score_label else "top label's P",
-                }
-            )
+        for i, (spec, src) in enumerate(zip(p.models, self.sources(), strict=True)):
+            record: dict[str, Any] = {
+                "name": spec.column_prefix,
+                "kind": src.kind,
+                "source": spec.model,
+                "path": str(src.path),
+                "files": src.digests(),
+                "score": f"P({spec.score_label})" if spec.score_label else "top label's P",
+            }
+            config = self.config(i)
+            if config is not None:
+                labels, regression = config_labels(config)
+                if regression:
+                    record["score"] = "the model's output (regression)"
+                record.update(
+                    labels=[] if regression else list(labels), device=spec.device,
+                    dtype=declared_dtype(config), batch_size=spec.batch_size,
+                    max_length=spec.max_length or model_max_length(src.path, config),
+                )  # fmt: skip
+            models.append(record)
         out: dict[str, Any] = {"models": models, "judged": p.score_column()}
         if len(p.models) > 1:
             out["combine"] = p.combine
@@ -99,9 +124,9 @@ class Classifier(MapStage[ClassifierParams]):
     def output_schema(self, schema: pa.Schema) -> pa.Schema:
         p = self.params
         added = []
-        for spec in p.models:
+        for i, spec in enumerate(p.models):
             added.append(pa.field(f"{spec.column_prefix}_score", pa.float32()))
-            if self.labelled(spec):
+            if self.labelled(i):
                 added.append(pa.field(f"{spec.column_prefix}_label", pa.string()))
         if len(p.models) > 1:
             added.append(pa.field(p.column, pa.float32()))
@@ -114,13 +139,21 @@ class Classifier(MapStage[ClassifierParams]):
 
     def setup(self) -> None:
         from curate.classify.fasttext_model import FastTextModel
+        from curate.classify.hf_model import HfModel
 
-        models = []
+        models: list[FastTextModel | HfModel] = []
+        threads = self.params.threads or max(1, pa.cpu_count())
         for spec, src in zip(self.params.models, self.sources(), strict=True):
-            model = FastTextModel(src.path)
-            check_label(spec.model, spec.score_label, model.labels, False)
+            model: FastTextModel | HfModel
+            if src.kind == "fasttext":
+                model = FastTextModel(src.path)
+                regression = False
+            else:
+                model = HfModel(src.path, spec.device, spec.batch_size, spec.max_length, threads)
+                regression = model.regression
+            check_label(spec.model, spec.score_label, model.labels, regression)
             for lab in spec.kept_labels or ():
-                check_label(spec.model, lab, model.labels, False)
+                check_label(spec.model, lab, model.labels, regression)
             models.append(model)
         self._models = models
 
@@ -129,6 +162,28 @@ class Classifier(MapStage[ClassifierParams]):
         if getattr(self, "_models", None) is None:
             self.setup()
         return [model.predict(texts) for model in self._models]
+
+    def score_report(
+        self, batch: pa.RecordBatch, ids: list[str], texts: list[str], examples: int
+    ) -> ScoreReport:
+        """The judged score over a sample, for `curate inspect-filter`."""
+        p = self.params
+        scores = self.judged(
+            self.predict([t or "" for t in self.document_texts(batch).to_pylist()])
+        )
+        return score_report(p.score_column(), scores, p.min_score, p.max_score, ids, texts,
+                            examples)  # fmt: skip
+
+    def judged(self, predictions: list[Predictions]) -> np.ndarray:
+        """The score the bounds judge: the one model's, or the combination of several."""
+        p = self.params
+        scores = [pred.score(spec.score_label).astype(np.float32)
+                  for spec, pred in zip(p.models, predictions, strict=True)]  # fmt: skip
+        if len(scores) == 1:
+            return scores[0]
+        stacked = np.stack(scores).astype(np.float64)
+        combined = stacked.max(axis=0) if p.combine == "max" else stacked.mean(axis=0)
+        return combined.astype(np.float32)
 
     # -- the work --------------------------------------------------------------------
 
@@ -141,30 +196,27 @@ class Classifier(MapStage[ClassifierParams]):
         reasons = np.full(n, None, dtype=object)
         counters: Counter[str] = Counter()
         stats = Stats()
-        scores = []
-        for spec, pred in zip(p.models, self.predict(texts), strict=True):
+        predictions = self.predict(texts)
+        for i, (spec, pred) in enumerate(zip(p.models, predictions, strict=True)):
             prefix = spec.column_prefix
             score = pred.score(spec.score_label).astype(np.float32)
-            scores.append(score)
             out = _set(out, f"{prefix}_score", pa.array(score, pa.float32()))
             top = pred.top_labels()
-            if self.labelled(spec):
+            if self.labelled(i):
                 out = _set(out, f"{prefix}_label", pa.array(top, pa.string()))
                 counters.update(f"{prefix}_label:{lab}" for lab in top if lab is not None)
             if spec.kept_labels is not None:
                 bad = ~np.isin(np.array(top, dtype=object), spec.kept_labels) & keep
-                for i in np.flatnonzero(bad):
-                    code = _REASON_CODE.sub("_", top[i] or "none")
-                    reasons[i] = CLASSIFIER_LABEL(code=code)
+                for row in np.flatnonzero(bad).tolist():
+                    code = _REASON_CODE.sub("_", top[row] or "none")
+                    reasons[row] = CLASSIFIER_LABEL(code=code)
                 keep &= ~bad
             if self.context.stats:
                 marks = {"min": p.min_score, "max": p.max_score} if len(p.models) == 1 else {}
-                stats.histogram(f"classifier/{prefix}", score, UNIT, "score", **marks)
-        judged = scores[0]
+                scheme = REGRESSION if pred.regression else UNIT
+                stats.histogram(f"classifier/{prefix}", score, scheme, "score", **marks)
+        judged = self.judged(predictions)
         if len(p.models) > 1:
-            stacked = np.stack(scores).astype(np.float64)
-            combined = stacked.max(axis=0) if p.combine == "max" else stacked.mean(axis=0)
-            judged = combined.astype(np.float32)
             out = _set(out, p.column, pa.array(judged, pa.float32()))
             if self.context.stats:
                 stats.histogram(f"classifier/{p.column}", judged, UNIT, "score",

@@ -6,6 +6,7 @@ enters the fingerprint and the manifest."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,7 @@ def recipe(tmp_path: Path, model: Path, **params: object) -> Path:
 
 
 def test_run_keeps_by_score_and_records_the_model(model: Path, tmp_path: Path) -> None:
+    model = Path(shutil.copy(model, tmp_path / "model.bin"))  # retrained below
     version = curate.run(recipe(tmp_path, model, label="web", min_score=0.5))
     manifest = json.loads((version.path / "manifest.json").read_text())
     record = next(s for s in manifest["stages"] if s["name"] == "classifier")
@@ -140,3 +142,30 @@ def test_errors_name_the_problem(model: Path, tmp_path: Path) -> None:
         run_stage({"models": [{"model": str(junk)}]}, ["x"])
     with pytest.raises(ValueError, match="column prefix"):
         ClassifierParams(models=[{"model": "a/m.bin"}, {"model": "b/m.bin"}])
+
+
+def test_inspect_filter_shows_scores_either_side_of_the_threshold(
+    model: Path, tmp_path: Path
+) -> None:
+    from click.testing import CliRunner
+
+    from curate.cli import main
+    from curate.inspect_filter import inspect_filter
+
+    path = recipe(tmp_path, model, label="web", min_score=0.5)
+    report = inspect_filter(path, "classifier", sample=100, examples=2)
+    scores = report.scores
+    assert scores is not None and scores.column == "q_score"
+    assert int(scores.counts.sum()) == report.documents == 100
+    below, above = (
+        scores.examples["just below min_score 0.5"],
+        scores.examples["at or just above min_score 0.5"],
+    )
+    assert len(below) == len(above) == 2
+    assert all(s < 0.5 for _, s, _ in below) and all(s >= 0.5 for _, s, _ in above)
+    assert below[0][1] >= below[1][1] and above[0][1] <= above[1][1]  # nearest first
+    assert report.first == {"classifier_below:q_score": int((scores.scores < 0.5).sum())}
+    shown = CliRunner().invoke(main, ["inspect-filter", str(path), "--stage", "classifier",
+                                      "--sample", "100"])  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    assert "q_score over 100 documents" in shown.output and "<- 0.5" in shown.output
