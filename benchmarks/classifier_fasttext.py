@@ -2,9 +2,9 @@
 
 Same documents for both (the first S MB of `benchmarks.corpus`'s source files: man
 pages, /usr/share/doc, Python sources), the same model (trained here by Debian's
-`fasttext` command on the labels man, doc, py0, py1 (the source roots) of other documents), and identical scores
-asserted. The stage runs `process` over record batches of 1,000 documents, as a worker
-does (text column in, score column and label out); the peer is the loop DCLM runs,
+`fasttext` command on other documents, labelled by source root: man, doc, py0, py1), and
+identical scores asserted. The stage runs `process` over record batches of 1,000
+documents, as a worker does (text column in, score column out); the peer is the loop DCLM runs,
 `model.predict(" ".join(text.strip().splitlines()), k=-1)` per document. Reports MB/s
 and CPU-seconds of each, one process, best of `--rounds`.
 
