@@ -188,3 +188,44 @@ def test_nothing_selected_is_an_error(forgotten: dict) -> None:
 
 def sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_by_source_and_by_id_and_an_id_outlives_an_edit(tmp_path: Path) -> None:
+    """--source takes an input's every document; --ids one; with an id_field the id is a key
+    too, so the document stays forgotten when its text is edited and lines move."""
+    from conftest import write_jsonl
+
+    def ids(version: curate.Version) -> set[str]:
+        out: set[str] = set()
+        for s in version.manifest["shards"]:
+            with pa.memory_map(str(version.path / s["path"])) as f:
+                out.update(pa.ipc.open_stream(f).read_all().column("id").to_pylist())
+        return out
+
+    write_jsonl(
+        tmp_path / "data" / "a.jsonl", [{"id": f"a{i}", "text": text_of(i)} for i in range(10)]
+    )
+    write_jsonl(
+        tmp_path / "data" / "b.jsonl", [{"id": f"b{i}", "text": text_of(50 + i)} for i in range(10)]
+    )
+    recipe = {"name": "s", "inputs": ["data/*.jsonl"], "id_field": "id",
+              "stages": [{"normalize": {}}], "output": {"root": "out", "fsync": False},
+              "engine": {"workers": 1}}  # fmt: skip
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    assert len(ids(curate.run(path))) == 20
+    assert ids(forget(path, Selection(source="*b.jsonl"), "source").version) == {
+        f"a{i}" for i in range(10)
+    }
+    (tmp_path / "ids.txt").write_text("a3\n")
+    from curate.forget_command import selection
+
+    chosen = selection(tmp_path / "ids.txt", None, None)
+    assert "a3" not in ids(forget(path, chosen, "one").version)
+    records = [{"id": "new", "text": text_of(99)}]
+    records += [
+        {"id": f"a{i}", "text": text_of(i) + (" edited" if i == 3 else "")} for i in range(10)
+    ]
+    write_jsonl(tmp_path / "data" / "a.jsonl", records)
+    later = curate.run(path)
+    assert ids(later) == {"new"} | {f"a{i}" for i in range(10) if i != 3}
