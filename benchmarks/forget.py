@@ -8,7 +8,8 @@ stage cache on) from the seeded identity corpus (22 MB, benchmarks/identity_corp
 every *.jsonl of --corpus; forgets every (n/100)-th document by id; then builds from scratch
 in another folder (cache off) with the exclusions file copied.
 
-Run ``python -m benchmarks.forget [--corpus DIR] [--partition-size 1MB] [--documents 100]``.
+Run ``python -m benchmarks.forget [--corpus DIR] [--partition-size 1MB] [--documents 100]
+[--shard-size 256MB]``.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from benchmarks import identity_corpus, trees
 WORK = Path(__file__).resolve().parent / "work" / "forget"
 
 
-def recipe(folder: Path, corpus: Path, partition_size: str, cache: bool) -> Path:
+def recipe(
+    folder: Path, corpus: Path, partition_size: str, cache: bool, shard_size: str = "256MB"
+) -> Path:
     tokenizer = trees.REPO / "sample_data" / "tokenizer"
     data = {
         "name": "forget",
@@ -42,7 +45,12 @@ def recipe(folder: Path, corpus: Path, partition_size: str, cache: bool) -> Path
             {"exact_dedup": {}},
             {"tokenize": {"source": str(tokenizer), "pack": {"seq_len": 2048}}},
         ],
-        "output": {"root": str(folder / "out"), "fsync": False, "cache": cache},
+        "output": {
+            "root": str(folder / "out"),
+            "fsync": False,
+            "cache": cache,
+            "shard_size": shard_size,
+        },
         "engine": {"workers": 2},
     }
     folder.mkdir(parents=True, exist_ok=True)
@@ -80,6 +88,7 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, help="a folder of *.jsonl (default: identity)")
     parser.add_argument("--partition-size", default="1MB")
     parser.add_argument("--documents", type=int, default=100)
+    parser.add_argument("--shard-size", default="256MB")
     args = parser.parse_args()
     corpus = args.corpus
     if corpus is None:
@@ -89,7 +98,7 @@ def main() -> None:
             (corpus / ".done").write_text("")
     shutil.rmtree(WORK / "run", ignore_errors=True)
     shutil.rmtree(WORK / "rebuild", ignore_errors=True)
-    path = recipe(WORK / "run", corpus, args.partition_size, cache=True)
+    path = recipe(WORK / "run", corpus, args.partition_size, True, args.shard_size)
     cold = timed("run", str(path), "--quiet")
     before = latest(WORK / "run")
     from curate.lineage.lookup import Lineage
@@ -111,7 +120,7 @@ def main() -> None:
         if not (before / str(f["path"])).exists()
         or os.stat(before / str(f["path"])).st_ino != os.stat(after / str(f["path"])).st_ino
     ]
-    rebuild_recipe = recipe(WORK / "rebuild", corpus, args.partition_size, cache=False)
+    rebuild_recipe = recipe(WORK / "rebuild", corpus, args.partition_size, False, args.shard_size)
     exclusions = WORK / "run" / "out" / "forget" / ".forget" / "exclusions.json"
     Store(WORK / "rebuild" / "out", "forget").save_own(".forget", "exclusions.json",
                                                        exclusions.read_text())  # fmt: skip
