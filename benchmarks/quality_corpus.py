@@ -49,6 +49,7 @@ MIN_WORDS = 40
 def _site_packages() -> list[Path]:
     found = {Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages"))}
     found |= set(Path("/work").glob("*/lib/python3*/site-packages"))
+    found = {p for p in found if "venv-dt" not in p.parts}  # datatrove's own, for the benchmarks
     found |= {Path("/usr/lib/python3/dist-packages")}
     return sorted(p for p in found if p.is_dir())
 

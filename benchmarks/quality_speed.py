@@ -212,10 +212,9 @@ def main() -> None:
         f"stage (target: 50 MB/s), {mb / dc['wall_s']:.1f} MB/s for the whole run, "
         f"{mb / dc['cpu_s']:.1f} MB per CPU-second.",
         "",
-        "Documents kept differ on purpose: in datatrove's chain the C4 filter rewrites each "
-        "kept document to its kept lines, so FineWeb's duplicated-line rule judges that "
-        "shorter text; curate's C4 rules only decide, and FineWeb's judge the text as it is. "
-        "Each rule set alone agrees with datatrove (results/quality_agreement.md).",
+        "Both chains rewrite each document C4 keeps to its kept lines before FineWeb's rules "
+        "judge it (curate's `c4: {remove_lines: true}`, the default); agreement as a "
+        "pipeline: results/quality_pipeline.md.",
         "",
         "The machine is shared: foreign load (CPU seconds of other work per wall second) "
         + ", ".join(
