@@ -133,10 +133,11 @@ class WindowSpec:
 SPECS: dict[str, WindowSpec] = {
     # local part, @ and domain are all in the run.
     "EmailRecognizer": WindowSpec((_EMAIL,), trigger="@", run=r"[!#$%&'*+\-/=?^_`{|}~.\w@]"),
-    # IPv4 needs digit.digit; every IPv6 form has a hex digit beside a colon, or "::";
-    # zone ids and prefixes are \w, % and /.
+    # IPv4 (also inside the IPv4-mapped forms) needs digit.digit; an IPv6 form without
+    # "::" has eight groups, so a hex digit, a colon and a hex digit; zone ids and
+    # prefixes are \w, % and /. ("e:" alone, as in "Note:", is no trigger.)
     "IpRecognizer": WindowSpec(
-        _IP, trigger=r"[0-9]\.[0-9]|[0-9a-f]:|:[0-9a-f]|::", run=r"[\w.:/%]"
+        _IP, trigger=r"[0-9]\.[0-9]|[0-9a-f]:[0-9a-f]|::", run=r"[\w.:/%]"
     ),
     # at most 11 characters, three ASCII digits in a row in every form.
     "UsSsnRecognizer": WindowSpec(_SSN, trigger="[0-9]{3}", reach=11 + 2),
