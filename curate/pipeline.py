@@ -41,12 +41,13 @@ from curate.io.batches import ID, ORDER
 from curate.output.packing import packing_for
 from curate.recipe import Recipe, StageSpec, build_stage, shape_problems
 from curate.stages.base import (
-    DECISION_SCHEMA,
     REJECTED_SCHEMA,
     BarrierStage,
     MapStage,
     Stage,
     StageCounts,
+    dropping,
+    keeping,
 )
 from curate.stages.chain import build_stages, run_maps
 from curate.version import Version
@@ -289,10 +290,16 @@ def _run_stage(stage: Stage, state: _State, counts: StageCounts) -> _State:
         batch = run_maps(batch, [stage], [counts], rejected)
     elif isinstance(stage, BarrierStage):
         decision = stage.decide(LocalSummaries.from_tables([stage.summarize(batch)]))
-        decision = decision.collect(DECISION_SCHEMA).sort_by(ORDER)
-        applied = stage.apply(batch, decision.column(ID))
+        decision = decision.collect(stage.decision_schema()).sort_by(ORDER)
+        changes = None
+        if stage.changes_rows():
+            fields = [ID, *(f.name for f in stage.decision_fields)]
+            changes, decision = keeping(decision).select(fields), dropping(decision)
+        applied = stage.apply(batch, decision.column(ID), changes)
         kept = applied.batch
         counts.docs_in, counts.docs_out = batch.num_rows, kept.num_rows
+        counts.changed = applied.changed
+        counts.counters.update(applied.counters or {})
         counts.observe(stage, batch, applied)
         counts.removed.update(decision.column("reason").to_pylist())
         rejected.append(decision.select(REJECTED_SCHEMA.names))

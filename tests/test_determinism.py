@@ -57,3 +57,32 @@ def test_one_and_two_workers_give_identical_shards(tmp_path: Path) -> None:
     assert [f["filename"] for f in state["_data_files"]] == [
         s["path"] for s in one.manifest["shards"]
     ]
+
+
+def test_line_dedup_gives_identical_shards_on_one_and_two_workers(tmp_path: Path) -> None:
+    """A barrier whose apply changes text (line_dedup), then one that sees that text."""
+    docs = corpus(1200, dup_every=0)
+    boiler = ["Home | About | Contact", "We use cookies.", "All rights reserved."]
+    for i, d in enumerate(docs):
+        d["text"] = "\n".join([*boiler[: i % 4], d["text"], *boiler[i % 3 :]])
+    for i in range(3):
+        write_jsonl(tmp_path / "data" / f"f{i}.jsonl", docs[i * 400 : (i + 1) * 400])
+    stages = [{"line_dedup": {}}, {"exact_dedup": {}}, {"filter_length": {"min_words": 4}}]
+    versions = []
+    for workers in (1, 2):
+        recipe = write_recipe(tmp_path, stages=stages, partition_size="16KB",
+                              output={"root": f"out-{workers}", "fsync": False,
+                                      "shard_size": "16KB"},
+                              engine={"workers": workers})  # fmt: skip
+        versions.append(curate.run(recipe))
+    one, two = versions
+    assert sum(i["partitions"] for i in one.manifest["inputs"]) >= 6
+    assert one.manifest["stages"][0]["changed"] > 0
+    assert shard_hashes(one) == shard_hashes(two)
+    assert one.manifest["counts"] == two.manifest["counts"]
+    assert [s["counters"] for s in one.manifest["stages"][:1]] == [
+        s["counters"] for s in two.manifest["stages"][:1]
+    ]
+    assert (one.path / "statistics.json").read_bytes() == (
+        two.path / "statistics.json"
+    ).read_bytes()

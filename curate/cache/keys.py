@@ -46,8 +46,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.cache.code import code_hash
-from curate.io.batches import ID
-from curate.stages.base import REJECTED_SCHEMA, BarrierStage, MapStage, Stage
+from curate.io.batches import ID, ORDER
+from curate.stages.base import BarrierStage, MapStage, Stage
 
 ENTRY_FORMAT = 1
 """How entries are laid out (curate.cache.replay); raised when that changes, so old entries
@@ -142,6 +142,9 @@ def family_prefixes(
         steps = [*steps, [stage_identity(stage) for stage in maps]]
         if barrier is not None:
             steps.append(apply_identity(barrier))
+            # a barrier that changes the rows it keeps (line_dedup) makes them depend on its
+            # decision, so no basis after it is the same under another decision
+            safe = safe and not barrier.changes_rows()
     return out
 
 
@@ -185,14 +188,15 @@ def after_stage(previous: str, identity: str) -> str:
 
 
 def decision_digest(path: Path) -> str:
-    """What a barrier's decision drops from one partition: its rows, in id order (so the
-    digest does not depend on how the decision's pieces were laid out); "none" when it
-    drops nothing."""
+    """What a barrier's decision drops from (or changes in) one partition: its rows, in id
+    order (so the digest does not depend on how the decision's pieces were laid out);
+    "none" when it drops nothing."""
     if not path.exists():
         return "none"
     from curate.output.shards import read_stream
 
-    table = read_stream(path).select(REJECTED_SCHEMA.names)  # `_order` is implied by the id
+    table = read_stream(path)  # `_order` is implied by the id; the rest (a barrier's
+    table = table.select([n for n in table.column_names if n != ORDER])  # decision_fields) kept
     if table.num_rows == 0:
         return "none"
     table = table.take(pc.sort_indices(table, sort_keys=[(ID, "ascending")]))

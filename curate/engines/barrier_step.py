@@ -115,11 +115,15 @@ def decide_once(
         for stale in job.staging.decisions(k):
             stale.unlink()
         keys = [part.key for part in job.partitions]
-        dropped = write_decision(decision, job.staging.root, k, keys, job.settings.fsync)
+        schema = barrier.decision_schema()
+        dropped, changed = write_decision(
+            decision, job.staging.root, k, keys, job.settings.fsync, schema
+        )
         mark("decide")  # and here: the decision files written, neither cached nor marked done
         info = {
             "summary_rows": summaries.count(),
             "dropped": dropped,
+            **({"changed": changed} if barrier.changes_rows() else {}),
             "seconds": round(time.perf_counter() - started, 4),
             # what deciding learned (clusters, pairs): kept here so a resumed run that
             # skips the decision still reports it; describe() after the decision, as a
@@ -150,15 +154,25 @@ class _Steps:
         report(self.progress, self.phase, done, DECIDE_STEPS, Work(note=note))
 
 
-def write_decision(decision: Frame, staging: Path, k: int, keys: list[str], fsync: bool) -> int:
+def write_decision(
+    decision: Frame,
+    staging: Path,
+    k: int,
+    keys: list[str],
+    fsync: bool,
+    schema: pa.Schema = DECISION_SCHEMA,
+) -> tuple[int, int]:
     """One decision file per partition (`Staging.decision`, named by its key: `keys` holds
     each partition's, by index in this run) in the staging folder `staging`, so each worker
-    reads only the drops that concern it; written by whoever holds each piece. Returns the
-    rows written."""
+    reads only the drops that concern it; written by whoever holds each piece, as `schema`
+    (the barrier's `decision_schema`). Returns the rows written that drop a document, and
+    those that change one (a barrier with `decision_fields`)."""
     written = decision.by_partition(
-        ORDER, write_pieces, staging, k, fsync, side=partial(_keys_between, keys)
+        ORDER, write_pieces, staging, k, fsync, schema, side=partial(_keys_between, keys)
     )
-    return int(sum(written.fold(column_sum, "rows")))
+    rows = int(sum(written.fold(column_sum, "rows")))
+    dropped = int(sum(written.fold(column_sum, "dropped")))
+    return dropped, rows - dropped
 
 
 def _keys_between(keys: list[str], lo: int, hi: int) -> list[str]:
@@ -172,17 +186,19 @@ def write_pieces(
     staging: Path,
     k: int,
     fsync: bool,
+    schema: pa.Schema = DECISION_SCHEMA,
 ) -> pa.Table:
     """The decision files of the partitions this piece covers, `span` (their keys: `keys`)
     (pure: the same rows give the same files, so a task run twice writes them twice,
-    identically)."""
+    identically): rows and dropping rows written per partition."""
     if decision.num_rows == 0:
-        return pa.table({"rows": pa.array([], pa.int64())})
-    decision = decision.sort_by(ORDER).cast(DECISION_SCHEMA).combine_chunks()
+        return pa.table({"rows": pa.array([], pa.int64()), "dropped": pa.array([], pa.int64())})
+    decision = decision.sort_by(ORDER).cast(schema).combine_chunks()
+    reasons = decision.column("reason").is_valid().to_numpy(zero_copy_only=False)
     parts = partition_of(decision.column(ORDER).to_numpy())
     starts = np.concatenate([[0], np.flatnonzero(np.diff(parts)) + 1])
     ends = np.concatenate([starts[1:], [len(parts)]])
-    rows = []
+    rows, dropped = [], []
     for start, end in zip(starts, ends, strict=True):
         # a fresh copy: buffers sized by the rows alone, not by how this piece was built
         # (a concatenation pads them), so the files are the same bytes on every engine
@@ -190,4 +206,5 @@ def write_pieces(
         key = keys[int(parts[start]) - span[0]]
         write_table(Staging(staging).decision(k, key), piece, fsync=fsync)
         rows.append(int(end - start))
-    return pa.table({"rows": pa.array(rows, pa.int64())})
+        dropped.append(int(reasons[start:end].sum()))
+    return pa.table({"rows": pa.array(rows, pa.int64()), "dropped": pa.array(dropped, pa.int64())})

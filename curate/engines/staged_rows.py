@@ -31,6 +31,7 @@ from curate.errors import CurateError
 from curate.io.batches import ID, with_partition
 from curate.io.partitions import Partition
 from curate.output.shards import read_stream
+from curate.stages.base import dropping
 from curate.staging.names import Staging
 
 
@@ -87,4 +88,4 @@ def dropped_ids(staging: Staging, k: int, partition: str) -> pa.Array:
     path = staging.decision(k, partition)
     if not path.exists():
         return pa.array([], pa.string())
-    return read_stream(path).column(ID).combine_chunks()
+    return dropping(read_stream(path)).column(ID).combine_chunks()

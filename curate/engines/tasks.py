@@ -57,6 +57,8 @@ from curate.stages.base import (
     MapStage,
     Stage,
     StageCounts,
+    dropping,
+    keeping,
 )
 from curate.stages.chain import run_maps
 from curate.stages.examples import candidates, removed_rows
@@ -229,7 +231,8 @@ class PartitionRun:
                 task.staging, task.pass_index, self.part.key, run.shard_bytes, fsync=run.fsync
             )
             self.segments.segments = list(files.segments)
-            if task.pass_index > 0 and not task.maps:  # its rows: those it reads, less drops
+            if task.pass_index > 0 and not task.maps and not _changes(task.previous):
+                # its rows: those it reads, less drops (not when the barrier changes them)
                 self.record.rows_from = {"source": True}
                 self.segments.rows = False
 
@@ -395,8 +398,10 @@ class PartitionRun:
         start = self.reuse.stages if chunk is not None and chunk.counts else 0
         if self.previous is not None and self.drops is not None and not start:
             t = time.perf_counter()
-            result = self.previous.apply(batch, self.drops.ids)
+            result = self.previous.apply(batch, self.drops.ids, self.drops.changes)
             counts = StageCounts(docs_in=batch.num_rows, docs_out=result.batch.num_rows)
+            counts.changed = result.changed
+            counts.counters.update(result.counters or {})
             if result.batch.num_rows < batch.num_rows:
                 counts.removed.update(
                     self.drops.reasons_in(batch, result.batch, self.part.input.name)
@@ -635,6 +640,7 @@ class Drops:
 
     ids: pa.Array
     rows: pa.Table  # REJECTED_SCHEMA rows, for the rejected/ side output
+    changes: pa.Table | None = None  # rows for the kept documents it changes (`keeping`)
 
     def reasons_in(self, batch: pa.RecordBatch, kept: pa.RecordBatch, name: str) -> Counter[str]:
         """Reasons of the rows this batch lost; ids must be unique for the join to be exact."""
@@ -658,5 +664,13 @@ def _drops(task: PassTask) -> Drops | None:
     if not path.exists():
         return Drops(pa.array([], pa.string()), REJECTED_SCHEMA.empty_table())
     table = read_stream(path)
+    changes = None
+    if _changes(task.previous):
+        changes = keeping(table).select([ID, *(f.name for f in task.previous.decision_fields)])
+        table = dropping(table)
     rows = table.select(REJECTED_SCHEMA.names).cast(REJECTED_SCHEMA)
-    return Drops(table.column(ID).combine_chunks(), rows)
+    return Drops(table.column(ID).combine_chunks(), rows, changes)
+
+
+def _changes(barrier: BarrierStage | None) -> bool:
+    return barrier is not None and barrier.changes_rows()

@@ -20,7 +20,7 @@ from curate.engines.staged_rows import staged_rows
 from curate.io.batches import ID
 from curate.io.partitions import Partition
 from curate.output.shards import read_stream
-from curate.stages.base import REJECTED_SCHEMA, BarrierStage
+from curate.stages.base import REJECTED_SCHEMA, BarrierStage, dropping
 from curate.stages.examples import CANDIDATES, choose, clip, id_hash
 from curate.staging.names import Staging
 
@@ -36,7 +36,8 @@ def barrier_candidates(
     """The examples of the barrier ending pass `k`, text not yet through PII; None when
     it removed nothing. `cache`: the stage cache, held, when the run has one."""
     decisions = [staging.decision(k, part.key) for part in partitions]
-    parts = [read_stream(p).select(REJECTED_SCHEMA.names) for p in decisions if p.is_file()]
+    parts = [dropping(read_stream(p)).select(REJECTED_SCHEMA.names) for p in decisions
+             if p.is_file()]  # fmt: skip
     if not parts:
         return None
     decided = pa.concat_tables(parts).cast(REJECTED_SCHEMA)

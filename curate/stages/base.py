@@ -44,7 +44,25 @@ REJECTED_SCHEMA = pa.schema(
 )
 
 DECISION_SCHEMA = pa.schema([*REJECTED_SCHEMA, pa.field(ORDER, pa.uint64())])
-"""A barrier's decision: the rejected rows, and each removed document's `_order`."""
+"""A barrier's decision: the rejected rows, and each removed document's `_order`; a barrier
+whose `apply` changes the documents it keeps adds its `decision_fields` (see `BarrierStage`)."""
+
+
+def dropping(decision: pa.Table) -> pa.Table:
+    """The rows of a decision that drop their document (they have a reason): what is
+    counted as removed and written to rejected/."""
+    if decision.num_rows == 0 or decision.column("reason").null_count == 0:
+        return decision
+    return decision.filter(pc.is_valid(decision.column("reason")))
+
+
+def keeping(decision: pa.Table) -> pa.Table:
+    """The rows of a decision that name a document kept and changed (no reason): what a
+    barrier with `decision_fields` tells its `apply` about the documents it keeps."""
+    if decision.num_rows == 0 or decision.column("reason").null_count == 0:
+        return decision.slice(0, 0)
+    return decision.filter(pc.is_null(decision.column("reason")))
+
 
 STATISTICS = "statistics"
 """The key of what `decide_with_stats` learned that is a barrier's statistics
@@ -317,7 +335,30 @@ class FilterStage(MapStage[P]):
 
 
 class BarrierStage(Stage[P]):
-    """A stage that must see every document before it can decide which to drop."""
+    """A stage that must see every document before it can decide which to drop.
+
+    Most barriers only drop (exact and MinHash dedup). One whose `apply` also changes the
+    documents it keeps (line_dedup removes their repeated lines) or adds a column to them
+    (a percentile bucket per document) declares `decision_fields`: its decision then also
+    holds a row, with no reason, for each kept document it changes, carrying those fields,
+    and `apply` gets those rows of its partition as `changes`. The rows travel, are cached
+    and replayed exactly as the drops do (one decision file per partition).
+    """
+
+    decision_fields: ClassVar[tuple[pa.Field, ...]] = ()
+    """Columns of the decision beyond `DECISION_SCHEMA`, for an `apply` that changes the
+    documents it keeps or adds a column (its `output_schema` says which); none: it only drops."""
+
+    @classmethod
+    def decision_schema(cls) -> pa.Schema:
+        """The schema of this barrier's decision rows (and of its decision files)."""
+        return pa.schema([*DECISION_SCHEMA, *cls.decision_fields])
+
+    @classmethod
+    def changes_rows(cls) -> bool:
+        """Whether `apply` changes the rows it keeps (so they depend on the decision, not
+        only on the document): true of a barrier with `decision_fields`."""
+        return bool(cls.decision_fields)
 
     @abstractmethod
     def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -354,8 +395,15 @@ class BarrierStage(Stage[P]):
         nothing beyond it."""
         return self.decide(summaries), {}
 
-    def apply(self, batch: pa.RecordBatch, drop_ids: pa.Array) -> StageResult:
-        """Drop the rows the decision names, joining on the stable id, never on position."""
+    def apply(
+        self, batch: pa.RecordBatch, drop_ids: pa.Array, changes: pa.Table | None = None
+    ) -> StageResult:
+        """Drop the rows the decision names, joining on the stable id, never on position.
+
+        `changes`: a barrier with `decision_fields` gets its decision's rows for the kept
+        documents of this partition (`keeping`: `id` and those fields; None or empty when
+        there are none) and overrides this to change those documents as well, joining them
+        on `id` too; its `StageResult` counts them (`changed`, `counters`, `stats`)."""
         if len(drop_ids) == 0 or batch.num_rows == 0:
             return StageResult(batch)
         hit = pc.is_in(batch.column(ID), value_set=drop_ids)

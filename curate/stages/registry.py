@@ -18,6 +18,7 @@ BUILTIN: dict[str, str] = {
     "filter_length": "curate.stages.filter_length:FilterLength",
     "exact_dedup": "curate.stages.exact_dedup:ExactDedup",
     "minhash_dedup": "curate.stages.minhash_dedup:MinHashDedup",
+    "line_dedup": "curate.stages.line_dedup:LineDedup",
     "tokenize": "curate.stages.tokenize:Tokenize",
     "quality_filter": "curate.stages.quality_filter:QualityFilter",
     "language_filter": "curate.stages.language_filter:LanguageFilter",

@@ -54,7 +54,7 @@ def test_spilled_buckets_decide_as_one_piece_does(tmp_path: Path) -> None:
     assert any((tmp_path / "spill-b").iterdir())
     (tmp_path / "pass-1").mkdir()
     keys = [f"key{p}" for p in range(6)]
-    assert write_decision(decision, tmp_path, 1, keys, fsync=False) == expected.num_rows
+    assert write_decision(decision, tmp_path, 1, keys, fsync=False) == (expected.num_rows, 0)
     cut.close()
     assert not (tmp_path / "spill-b").exists()
     assert stage.describe() == details | {"decide_seconds": stage.describe()["decide_seconds"]}

@@ -309,3 +309,35 @@ def test_progress_within_a_partition_reaches_the_driver_from_ray_workers(
     running = sorted({w.docs for done, w in seen if done == 0 and w.docs})
     assert len(running) >= 2, seen  # default interval, 0.25 s: ~10 batches of 0.2 s
     assert seen[-1][0] == 1 and seen[-1][1].docs == version.manifest["counts"]["read"] == 400
+
+
+def test_line_dedup_is_byte_identical_on_ray(ray_cluster: None, tmp_path: Path) -> None:
+    """A barrier whose apply changes text: its decision rows (the lines each document
+    loses) travel, are written and applied the same way on Ray."""
+    docs = corpus(600, dup_every=0)
+    boiler = ["Home | About | Contact", "We use cookies.", "All rights reserved."]
+    for i, d in enumerate(docs):
+        d["text"] = "\n".join([*boiler[: i % 4], d["text"], *boiler[i % 3 :]])
+    docs[7]["text"] = "\n".join(boiler)  # emptied: dropped
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs[:300])
+    write_jsonl(tmp_path / "data" / "b.jsonl", docs[300:])
+    versions = {}
+    for kind in ("local", "ray"):
+        recipe = {
+            "name": "lines",
+            "inputs": [str(tmp_path / "data" / "*.jsonl")],
+            "id_field": "id",
+            "partition_size": "16KB",
+            "stages": [{"line_dedup": {"keep_first": False}}, {"exact_dedup": {}}],
+            "output": {"root": str(tmp_path / f"out-{kind}"), "fsync": False},
+            "engine": {"kind": kind, "workers": 2},
+        }
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(yaml.safe_dump(recipe))
+        versions[kind] = curate.run(path)
+    local, on_ray = versions["local"], versions["ray"]
+    assert local.manifest["stages"][0]["removed"] == {"all_repeated": 1}
+    assert local.manifest["stages"][0]["changed"] > 500
+    for key in ("shards", "rejected"):
+        assert files(on_ray, key) == files(local, key)
+    assert comparable(on_ray.manifest) == comparable(local.manifest)
