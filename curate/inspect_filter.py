@@ -11,7 +11,8 @@ report.changes                # [(id, text before, text after), ...] of document
 
 The sample is read in input order, spread over the partitions (an equal share from
 the start of each), and goes through the recipe's map stages before the filter (a
-barrier before it is skipped: it needs every document). Nothing is written. A stage
+barrier before it is skipped: it needs every document; a barrier inspected is run on the
+sample as if it were the corpus, `curate.inspect_barrier`). Nothing is written. A stage
 whose `explain(batch)` names its rules (quality_filter, url_filter) reports every rule on
 every document, so a rule's "alone" count is what it would remove with all other rules off;
 any other filter reports the reasons it gives. A stage with a `shown(batch)` method
@@ -31,12 +32,13 @@ import numpy as np
 import pyarrow as pa
 
 from curate.errors import CurateError
+from curate.inspect_barrier import ON_SAMPLE, on_sample
 from curate.io.batches import ID, TEXT, FieldSpec
 from curate.io.inputs import discover_inputs
 from curate.io.partitions import plan_partitions
 from curate.reading import read_partition
 from curate.recipe import Recipe
-from curate.stages.base import BarrierStage, MapStage, StageCounts, StageResult
+from curate.stages.base import BarrierStage, MapStage, Stage, StageCounts, StageResult
 from curate.stages.chain import run_maps
 
 
@@ -156,8 +158,6 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
     stages = recipe.build_stages()
     index = _find(stages, stage)
     target = stages[index]
-    if not isinstance(target, MapStage):
-        raise CurateError(f"inspect-filter: stage {stage!r} is a barrier, not a filter")
     batch = sample_batch(recipe, sample)
     before = stages[:index]
     skipped = [s.name for s in before if isinstance(s, BarrierStage)]
@@ -166,7 +166,9 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
         s.setup()
     batch = run_maps(batch, maps, [StageCounts() for _ in maps], [])
     target.setup()
-    report = FilterReport(target.name, batch.num_rows, skipped)
+    barrier = isinstance(target, BarrierStage)  # run on the sample as if it were the corpus
+    name = f"{target.name} {ON_SAMPLE}" if barrier else target.name  # (curate.inspect_barrier)
+    report = FilterReport(name, batch.num_rows, skipped)
     if batch.num_rows == 0:
         return report
     ids = batch.column(ID).to_pylist()
@@ -177,8 +179,11 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
     if label is not None:
         texts = [f"{u} | {t}" for u, t in zip(label(batch), texts, strict=True)]
     first = np.full(batch.num_rows, None, dtype=object)
-    rules = target.explain(batch)
-    result = target.process(batch)
+    if isinstance(target, BarrierStage):
+        rules, result = None, on_sample(target, batch)
+    else:
+        assert isinstance(target, MapStage)
+        rules, result = target.explain(batch), target.process(batch)
     _changes(report, target, result, ids, plain, examples)
     if rules is not None:
         for rule, fails in rules:
@@ -208,7 +213,7 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
 
 def _changes(
     report: FilterReport,
-    stage: MapStage,
+    stage: Stage,
     result: StageResult,
     ids: list[str],
     texts: list[str] | None,

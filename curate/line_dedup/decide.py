@@ -29,7 +29,6 @@ import pyarrow.compute as pc
 from curate.collective.piece_ops import source_rows
 from curate.collective.pieces import concat
 from curate.io.batches import ID, ORDER
-from curate.stages.base import DECISION_SCHEMA
 
 HASHES = "unit_hashes"
 NONBLANK = "nonblank_units"
@@ -112,11 +111,10 @@ def distinct_hashes(table: pa.Table) -> int:
 
 
 def per_document(
-    table: pa.Table, _range: tuple[int, int], sources: list[Any], stage: str
+    table: pa.Table, _range: tuple[int, int], sources: list[Any], stage: str, schema: pa.Schema
 ) -> pa.Table:
-    """Decision rows of this piece's documents: dropped when nothing non-blank is left,
-    else the positions `apply` removes."""
-    schema = decision_schema()
+    """Decision rows of this piece's documents (`schema`: the stage's decision schema):
+    dropped when nothing non-blank is left, else the positions `apply` removes."""
     if table.num_rows == 0:
         return schema.empty_table()
     o = table.column(ORDER).to_numpy()
@@ -151,7 +149,3 @@ def per_document(
         },
         schema=schema,
     )
-
-
-def decision_schema() -> pa.Schema:
-    return pa.schema([*DECISION_SCHEMA, REMOVE_FIELD])

@@ -131,7 +131,7 @@ class LineDedup(BarrierStage[LineDedupParams]):
         repeated = int(sum(remove.fold(pieces.distinct_hashes)))
         step(f"gathering {removed:,} {p.unit}s to remove by document")
         decision = remove.by_partition(ORDER, pieces.per_document, self.name,
-                                       side=summaries.sources)  # fmt: skip
+                                       self.decision_schema(), side=summaries.sources)  # fmt: skip
         stats: dict[str, Any] = {
             f"{p.unit}s_summarized": units,
             f"repeated_{p.unit}s": repeated,

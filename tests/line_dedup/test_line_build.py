@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 from conftest import write_jsonl
-from corpus import pages
-from reference import line_dedup
+from line_pages import pages
+from line_reference import line_dedup
 
 import curate
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from reference import line_dedup
+from line_reference import line_dedup
 
 from curate.collective.local import LocalSummaries
 from curate.io.batches import ID, ORDER, order_column
