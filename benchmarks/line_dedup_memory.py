@@ -10,14 +10,23 @@ to the staging folder and read back one bucket at a time. The second shuffle (re
 to their documents' partitions) and the decision files follow the same rule. So the
 driver peaks near one bucket and its sort at both sizes.
 
-10^9 lines, on paper: 24 GB of shuffled rows in ~94 buckets of 256 MB, each piece of
-summaries (a staged segment) cut into 94 spilled parts (about 240 segments of 256 MB of
-rows: ~22,000 part files of ~1 MB, and as many again for the second shuffle); memory
-still one bucket (the sort of 10^7 rows: ~0.6 GB), disk ~2x the rows (12 GB summaries of
-8-byte hashes, 24 GB spilled, the removals). What grows is time (every row written and
-read twice) and files; the Ray engine holds the buckets in its object store instead,
-spilling the same way. A unit hash is xxh3-64: among 10^9 distinct lines the chance of
+10^9 lines, on paper: 24 GB of shuffled rows in ~94 buckets of 256 MB; memory still one
+bucket and its sort (10^7 rows: ~0.6 GB) plus one piece of summaries being cut; disk
+~2.5x the rows' share (8 GB of summaries, 24 GB spilled, the removals). What grows is
+time (every row written and read twice) and the number of spill files: each piece of
+summaries (one per 8 MB partition: ~7,500 of them for 60 GB of input) is cut into 94
+parts, ~700,000 files of ~35 KB per shuffle. That works but is slow on some
+filesystems; one appending writer per bucket would make it 94 files (not done: at 10^8,
+7,500 files of ~300 KB are fine). The second shuffle (removals to their partitions) is
+at most one partition's removals per piece. The Ray engine holds the buckets in its
+object store instead. A unit hash is xxh3-64: among 10^9 distinct lines the chance of
 one colliding pair is ~3%, and a collision only merges two lines' document counts.
+
+Measured (2026-12-04, shared 2-core VM under load, `--decide-only 16`: the decision
+alone with a 16 MB budget, so 10^6 and 10^7 lines are both bucketed): peak RSS 183 MiB
+at 10^6 lines, 207 MiB at 10^7 (1.13x); with small parts kept in memory, as before this
+change, 194 and 545 MiB (2.81x). End to end at 10^5 and 10^6 lines (both one bucket,
+so not the target's regime): 402 and 612 MiB summed over the tree.
 
 The corpus: documents of 20 lines of ~60 bytes (8 words of a 50,000-word vocabulary);
 30% of lines are drawn from 2,000 boilerplate lines, the rest are unique. Parquet files
@@ -28,6 +37,11 @@ about 4x the input); 10^8 lines is ~6 GB of input.
 
     python -m benchmarks.line_dedup_memory --lines 1000000 --lines 10000000
     python -m benchmarks.line_dedup_memory --lines 10000000 --lines 100000000  # quiet machine
+    python -m benchmarks.line_dedup_memory --decide-only 16 --lines 1000000 --lines 10000000
+
+`--decide-only BUDGET_MIB` measures the decision alone (summaries made directly, no text)
+in a process whose collective budget is BUDGET_MIB: 16 MB puts 10^6 and 10^7 lines in
+the bucketed regime that 10^7 and 10^8 reach at 256 MB, at a tenth of the disk.
 """
 
 from __future__ import annotations
@@ -35,6 +49,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -126,6 +141,7 @@ def run(lines: int, curate: str) -> dict[str, object]:
     }
     (run_dir / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
     log = WORK / "logs" / f"line-dedup-memory-{lines}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
     m = run_measured([curate, "run", str(run_dir / "recipe.yaml")], log)
     manifest = json.loads(next((run_dir / "out" / "lines").glob("v*/manifest.json")).read_text())
     stage = manifest["stages"][0]
@@ -147,20 +163,81 @@ def run(lines: int, curate: str) -> dict[str, object]:
     return result
 
 
+def decide_only(lines: int, budget: int) -> dict[str, object]:
+    """The decision alone, in a fresh process, with the collective's budget set to `budget`
+    bytes: summary files of `lines` unit hashes (documents of 20, 30% from 2,000 shared
+    hashes) written as a first pass would, then decided and its removals counted; peak
+    RSS of that process (`ru_maxrss`). With a small budget, sizes that fit this machine
+    show the bucketed regime that 10^8 lines reach at the default 256 MB."""
+    code = f"""
+import resource, sys, tempfile, time
+from pathlib import Path
+import numpy as np, pyarrow as pa
+from curate.collective.local import LocalSummaries
+from curate.io.batches import ID, ORDER, order_column
+from curate.line_dedup import decide as pieces
+from curate.stages.line_dedup import LineDedup, LineDedupParams
+lines, budget = {lines}, {budget}
+folder = Path(tempfile.mkdtemp(dir={str(WORK)!r}))
+rng = np.random.default_rng({SEED})
+files, per_file = [], 500_000
+for p, first in enumerate(range(0, lines, per_file)):
+    n = min(per_file, lines - first)
+    h = rng.integers(1, 2**63, n, dtype=np.uint64)
+    shared = rng.random(n) < {SHARE}
+    h[shared] = rng.integers(0, {BOILERPLATE}, int(shared.sum())).astype(np.uint64)
+    docs = n // {LINES_PER_DOC}
+    offsets = pa.array(np.arange(0, docs * {LINES_PER_DOC} + 1, {LINES_PER_DOC}, dtype=np.int32))
+    table = pa.table({{ID: pa.array([f"d{{first + i}}" for i in range(docs)]),
+        ORDER: pa.array(order_column(0, 0, docs), pa.uint64()),
+        pieces.HASHES: pa.ListArray.from_arrays(offsets, pa.array(h[: docs * {LINES_PER_DOC}])),
+        pieces.NONBLANK: pa.array(np.full(docs, {LINES_PER_DOC}, np.uint32))}})
+    path = folder / f"summary-{{p}}.arrow"
+    with pa.ipc.new_file(str(path), table.schema) as w:
+        w.write_table(table)
+    files.append((path, p))
+    del table, h
+LocalSummaries.budget = budget
+summaries = LocalSummaries.from_files(files, folder / "spill")
+started = time.perf_counter()
+decision, stats = LineDedup(LineDedupParams()).decide_with_stats(summaries)
+rows = decision.count()
+summaries.close()
+print(rows, stats["lines_to_remove"], round(time.perf_counter() - started, 1),
+      resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+import shutil; shutil.rmtree(folder)
+"""
+    WORK.mkdir(parents=True, exist_ok=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    rows, removed, seconds, rss = out.stdout.split()
+    return {"lines": lines, "budget_mib": budget >> 20, "decision_rows": int(rows),
+            "lines_to_remove": int(removed), "decide_s": float(seconds),
+            "peak_rss_mib": int(rss)}  # fmt: skip
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--lines", type=int, action="append")
     parser.add_argument("--curate", default=str(Path(sys.executable).parent / "curate"))
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--decide-only", type=int, metavar="BUDGET_MIB",
+                        help="measure the decision alone with this collective budget")  # fmt: skip
     args = parser.parse_args()
     results = []
     for lines in args.lines or [1_000_000]:
+        if args.decide_only:
+            result = decide_only(lines, args.decide_only << 20)
+            print(json.dumps(result), flush=True)
+            results.append(result)
+            continue
         result = run(lines, args.curate)
         print(json.dumps(result), flush=True)
         results.append(result)
     if len(results) > 1:
         small, large = results[0], results[-1]
-        for key in ("peak_tree_rss_mib", "peak_proc_rss_mib"):
+        for key in ("peak_tree_rss_mib", "peak_proc_rss_mib", "peak_rss_mib"):
+            if key not in small:
+                continue
             ratio = int(large[key]) / max(int(small[key]), 1)  # type: ignore[call-overload]
             print(f"{key}: {large['lines']:,} lines / {small['lines']:,} lines = {ratio:.2f}")
     if args.out:
