@@ -89,6 +89,11 @@ class LineDedup(BarrierStage[LineDedupParams]):
             "keep": "first occurrence in input order" if self.params.keep_first else "none",
         }
 
+    def basis_params(self) -> dict[str, Any]:
+        """The summary (each unit's hash) depends on how units are cut and counted only:
+        tuning `max_documents` or `keep_first` reuses the cached summaries."""
+        return {"unit": self.params.unit, "min_chars": self.params.min_chars}
+
     @property
     def _removed_counter(self) -> str:
         return f"{self.params.unit}s_removed"

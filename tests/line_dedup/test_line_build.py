@@ -123,6 +123,7 @@ def test_the_stage_cache_replays_it_and_keeps_later_barriers_honest(tmp_path: Pa
     changed = copy.deepcopy(stages)
     changed[0]["line_dedup"]["max_documents"] = 1000  # nothing repeated enough: p50 != p60
     third = build(tmp_path, recipe_dict(changed))
+    assert third.manifest["stages"][0]["cache"]["docs_reused"] == 400  # the hashes, kept
     scratch = build(tmp_path, recipe_dict(changed, root="scratch-2"))
     assert files(third.path) == files(scratch.path)
     assert third.manifest["counts"] == scratch.manifest["counts"]
