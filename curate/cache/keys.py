@@ -165,7 +165,9 @@ def map_family_prefixes(
         out.append(chain("map-family-prefix", steps) if usable else None)
         steps = [*steps, [stage_identity(stage) for stage in maps]]
         if barrier is not None:
-            safe = safe and per_document(barrier)
+            # nor across a barrier whose apply changes the rows it keeps (line_dedup): they
+            # depend on its decision
+            safe = safe and per_document(barrier) and not barrier.changes_rows()
             steps.append(apply_identity(barrier))
     return out
 
