@@ -7,7 +7,8 @@ model's maximum length and scored by the model's forward pass; the maximum lengt
 tokenizer's `model_max_length` where the config's `max_position_embeddings` allows it
 (else the latter), the dtype the config's. Documents are batched by length: sorted by
 their token count within a record batch and padded only to the longest of each group of
-`batch_size`, so a batch of short documents costs little; the scores go back in order.
+`batch_size` documents and `batch_tokens` padded tokens, so short documents share a
+forward pass and a long one runs alone; the scores go back in order.
 
 A model with one output (`num_labels: 1`, FineWeb-Edu's) is a regression: its score is
 that output. Otherwise each label's probability is the softmax of the logits (a sigmoid
@@ -70,7 +71,13 @@ class HfModel:
     """A loaded sequence-classification model and its tokenizer; built once per worker."""
 
     def __init__(
-        self, folder: Path, device: str, batch_size: int, max_length: int | None, threads: int
+        self,
+        folder: Path,
+        device: str,
+        batch_size: int,
+        max_length: int | None,
+        threads: int,
+        batch_tokens: int = 2048,
     ) -> None:
         os.environ["HF_HUB_OFFLINE"] = "1"  # this worker never asks the hub for anything
         try:
@@ -96,7 +103,23 @@ class HfModel:
         self._model.eval().to(device)
         self.device = device
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.max_length = max_length or model_max_length(folder, config)
+
+    def groups(self, order: list[int], lengths: list[int]) -> list[list[int]]:
+        """Consecutive documents of `order` (shortest first) per forward pass: at most
+        `batch_size`, and at most `batch_tokens` tokens once padded to the longest, so
+        short documents share a pass and a long one runs alone (on a CPU a large padded
+        batch of long documents is slower than one at a time)."""
+        out: list[list[int]] = []
+        group: list[int] = []
+        for i in order:
+            if group and (len(group) == self.batch_size
+                          or (len(group) + 1) * lengths[i] > self.batch_tokens):  # fmt: skip
+                out.append(group)
+                group = []
+            group.append(i)
+        return [*out, group] if group else out
 
     def predict(self, texts: list[str]) -> Predictions:
         n = len(texts)
@@ -108,8 +131,7 @@ class HfModel:
             order = sorted(range(n), key=lambda i: (len(ids[i]), i))
             torch = self._torch
             with torch.inference_mode():
-                for start in range(0, n, self.batch_size):
-                    rows = order[start : start + self.batch_size]
+                for rows in self.groups(order, [len(x) for x in ids]):
                     group = {k: [encoded[k][i] for i in rows] for k in encoded}
                     padded = self._tokenizer.pad(group, return_tensors="pt")
                     padded = {k: v.to(self.device) for k, v in padded.items()}

@@ -64,6 +64,12 @@ class ModelParams(StageParams):
     batch_size: int = Field(
         32, ge=1, description="Hugging Face models: documents per forward pass (by length)."
     )
+    batch_tokens: int = Field(
+        2048,
+        ge=1,
+        description="Hugging Face models: padded tokens per forward pass at most "
+        "(a longer document runs alone); raise it on a GPU.",
+    )
     max_length: int | None = Field(
         None,
         ge=1,

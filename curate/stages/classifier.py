@@ -113,6 +113,7 @@ class Classifier(MapStage[ClassifierParams]):
                 record.update(
                     labels=[] if regression else list(labels), device=spec.device,
                     dtype=declared_dtype(config), batch_size=spec.batch_size,
+                    batch_tokens=spec.batch_tokens,
                     max_length=spec.max_length or model_max_length(src.path, config),
                 )  # fmt: skip
             models.append(record)
@@ -149,7 +150,8 @@ class Classifier(MapStage[ClassifierParams]):
                 model = FastTextModel(src.path)
                 regression = False
             else:
-                model = HfModel(src.path, spec.device, spec.batch_size, spec.max_length, threads)
+                model = HfModel(src.path, spec.device, spec.batch_size, spec.max_length, threads,
+                                spec.batch_tokens)  # fmt: skip
                 regression = model.regression
             check_label(spec.model, spec.score_label, model.labels, regression)
             for lab in spec.kept_labels or ():
