@@ -136,9 +136,7 @@ SPECS: dict[str, WindowSpec] = {
     # IPv4 (also inside the IPv4-mapped forms) needs digit.digit; an IPv6 form without
     # "::" has eight groups, so a hex digit, a colon and a hex digit; zone ids and
     # prefixes are \w, % and /. ("e:" alone, as in "Note:", is no trigger.)
-    "IpRecognizer": WindowSpec(
-        _IP, trigger=r"[0-9]\.[0-9]|[0-9a-f]:[0-9a-f]|::", run=r"[\w.:/%]"
-    ),
+    "IpRecognizer": WindowSpec(_IP, trigger=r"[0-9]\.[0-9]|[0-9a-f]:[0-9a-f]|::", run=r"[\w.:/%]"),
     # at most 11 characters, three ASCII digits in a row in every form.
     "UsSsnRecognizer": WindowSpec(_SSN, trigger="[0-9]{3}", reach=11 + 2),
     # 2 letters, 2 digits, then at most 6 + 1 groups of 4 and one of 3, each after a separator.
