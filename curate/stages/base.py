@@ -345,20 +345,20 @@ class BarrierStage(Stage[P]):
     and replayed exactly as the drops do (one decision file per partition).
     """
 
-    decision_fields: ClassVar[tuple[pa.Field, ...]] = ()
+    decision_fields: tuple[pa.Field, ...] = ()
     """Columns of the decision beyond `DECISION_SCHEMA`, for an `apply` that changes the
-    documents it keeps or adds a column (its `output_schema` says which); none: it only drops."""
+    documents it keeps or adds a column (its `output_schema` says which); none: it only drops.
+    A class attribute, or set per instance where a parameter decides (minhash_dedup's
+    `cluster_size`): a barrier that only drops under its parameters must say none."""
 
-    @classmethod
-    def decision_schema(cls) -> pa.Schema:
+    def decision_schema(self) -> pa.Schema:
         """The schema of this barrier's decision rows (and of its decision files)."""
-        return pa.schema([*DECISION_SCHEMA, *cls.decision_fields])
+        return pa.schema([*DECISION_SCHEMA, *self.decision_fields])
 
-    @classmethod
-    def changes_rows(cls) -> bool:
+    def changes_rows(self) -> bool:
         """Whether `apply` changes the rows it keeps (so they depend on the decision, not
         only on the document): true of a barrier with `decision_fields`."""
-        return bool(cls.decision_fields)
+        return bool(self.decision_fields)
 
     @abstractmethod
     def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:

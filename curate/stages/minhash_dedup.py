@@ -18,6 +18,12 @@ similarity of their shingle sets (`exact`) or its estimate from the signatures. 
 that joined its cluster through another member (a ~ b ~ c) can be below the threshold
 with the kept one: its own verified pair is with that other member.
 
+With `cluster_size`, the decision also holds a row without a reason for each cluster's
+kept document, carrying the cluster's size (every member paired with its first, the first
+with itself, counted where the cluster's rows meet), and `apply` writes it into a
+`cluster_size` column: 1 for a kept document in no cluster. Without it the decision and
+the output are what they were before the option existed.
+
 On chat records a conversation is shingled as the contents of its messages of the chosen
 `roles` (default: all) joined by a blank line, every word tagged with its speaker
 (`u|word`, `a|word`; `curate.chat.contents.labelled`): near-duplicates are conversations
@@ -58,7 +64,9 @@ from curate.stages.base import (
     DECISION_SCHEMA,
     STATISTICS,
     BarrierStage,
+    StageContext,
     StageParams,
+    StageResult,
     rejected_table,
 )
 from curate.stats import LOG2, Stats, linear
@@ -67,6 +75,8 @@ from curate.stats.bins import piece_bins
 SIGNATURE = "signature"
 SHINGLES = "shingles"
 REASON = "near_duplicate"
+CLUSTER_SIZE = "cluster_size"
+CLUSTER_SIZE_FIELD = pa.field(CLUSTER_SIZE, pa.int64())
 
 
 def band_column(i: int) -> str:
@@ -100,6 +110,12 @@ class MinHashDedupParams(StageParams):
         "signature estimate; pairs under the threshold are dropped.",
     )
     seed: int = Field(1, ge=0, description="MinHash seed (datasketch's default is 1).")
+    cluster_size: bool = Field(
+        False,
+        description="Add a `cluster_size` column to the documents kept: the documents of "
+        "its near-duplicate cluster, itself included (1: no duplicate), for upsampling by it "
+        "(FineWeb-2's rehydration) or judging a threshold.",
+    )
     roles: Roles | None = roles_field()
 
     @model_validator(mode="after")
@@ -149,6 +165,42 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
     shapes = ("text", "chat")
     _stats: dict[str, Any] | None = None
     """What the last `decide()` learned, for `describe()` (never shipped: leading underscore)."""
+
+    def __init__(self, params: MinHashDedupParams, context: StageContext | None = None) -> None:
+        super().__init__(params, context)
+        # with cluster_size, the decision also holds a row (no reason) for each cluster's
+        # kept document, carrying its size; without it the decision is only the drops
+        self.decision_fields = (CLUSTER_SIZE_FIELD,) if params.cluster_size else ()
+
+    def output_schema(self, schema: pa.Schema) -> pa.Schema:
+        if not self.params.cluster_size:
+            return schema
+        i = schema.get_field_index(CLUSTER_SIZE)
+        return schema.set(i, CLUSTER_SIZE_FIELD) if i >= 0 else schema.append(CLUSTER_SIZE_FIELD)
+
+    def apply(
+        self, batch: pa.RecordBatch, drop_ids: pa.Array, changes: pa.Table | None = None
+    ) -> StageResult:
+        """The drops, and with cluster_size each kept document's cluster size: the size its
+        decision row carries (joined on the id), 1 for a document in no cluster."""
+        result = super().apply(batch, drop_ids)
+        if not self.params.cluster_size:
+            return result
+        kept = result.batch
+        sizes = np.ones(kept.num_rows, np.int64)
+        if changes is not None and changes.num_rows and kept.num_rows:
+            at = pc.index_in(changes.column(ID), value_set=kept.column(ID)).to_numpy(
+                zero_copy_only=False
+            )
+            found = ~np.isnan(at) if at.dtype.kind == "f" else at >= 0
+            sizes[at[found].astype(np.int64)] = changes.column(CLUSTER_SIZE).to_numpy()[found]
+        column = pa.array(sizes, pa.int64())
+        i = kept.schema.get_field_index(CLUSTER_SIZE)
+        if i >= 0:
+            kept = kept.set_column(i, CLUSTER_SIZE_FIELD, column)
+        else:
+            kept = kept.append_column(CLUSTER_SIZE_FIELD, column)
+        return StageResult(kept)
 
     def band_shape(self) -> tuple[int, int]:
         p = self.params
@@ -311,9 +363,13 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
             sizes = grouped.fold(piece_bins, "size", LOG2)
             figures.histogram_of_counts("cluster_size", sizes, LOG2, "documents")
         del grouped
-        removed = clusters.map(later_members)
+        if p.cluster_size:  # every member, the kept one paired with itself
+            removed = clusters.map(all_members)
+            stats["removed"] = int(sum(removed.fold(later_count)))
+        else:
+            removed = clusters.map(later_members)
+            stats["removed"] = removed.count()
         del clusters
-        stats["removed"] = removed.count()
         lap("components")
         stats["decide_seconds"] = seconds
         step(f"similarity of {stats['removed']:,} removed to the kept")
@@ -323,10 +379,12 @@ class MinHashDedup(BarrierStage[MinHashDedupParams]):
         else:
             scored = summaries.score_pairs(removed, SIGNATURE, estimate_scores)
         del removed
+        if p.cluster_size:  # a cluster's rows (its kept one's self-pair too) brought together
+            scored = scored.group("a", with_sizes)
         kept = summaries.join(scored, "a", [ID], ["_kept_id"], row_bytes=24 + 40)
         del scored
         both = summaries.join(kept, "b", [ID], ["_id"], row_bytes=24 + 2 * 40)
-        decision = both.map(decision_rows, self.name)
+        decision = both.map(decision_rows, self.name, p.cluster_size)
         if self.context.stats:  # each removed document's similarity with its kept one
             similar = decision.fold(piece_bins, "similarity", SIMILARITY)
             figures.histogram_of_counts(
@@ -350,9 +408,40 @@ def later_members(clusters: pa.Table) -> pa.Table:
     )
 
 
-def decision_rows(pairs: pa.Table, stage: str) -> pa.Table:
+def all_members(clusters: pa.Table) -> pa.Table:
+    """(a: the cluster's first document, b: a member) for every member, the first one
+    included (a == b): what cluster_size decides on."""
+    return pa.table(
+        {
+            "a": pa.array(clusters.column("root").to_numpy(), pa.uint64()),
+            "b": pa.array(clusters.column("node").to_numpy(), pa.uint64()),
+        }
+    )
+
+
+def with_sizes(members: pa.Table) -> pa.Table:
+    """`members` (all rows of each cluster whose first document `a` is here) with `size`:
+    the cluster's rows, which are its documents."""
+    if members.num_rows == 0:
+        return members.append_column("size", pa.array([], pa.int64()))
+    _, first, counts = np.unique(members.column("a").to_numpy(), return_inverse=True,
+                                 return_counts=True)  # fmt: skip
+    return members.append_column("size", pa.array(counts[first], pa.int64()))
+
+
+def later_count(members: pa.Table) -> int:
+    """Members of this piece that are not their cluster's first: the documents removed."""
+    if members.num_rows == 0:
+        return 0
+    return int(np.sum(members.column("a").to_numpy() != members.column("b").to_numpy()))
+
+
+def decision_rows(pairs: pa.Table, stage: str, sizes: bool = False) -> pa.Table:
     """The decision rows of removed documents (b), naming the kept one (a) and their
-    similarity (`score`)."""
+    similarity (`score`); with `sizes` (cluster_size: the pairs have a `size` column), also
+    a row without a reason for each kept document (a == b) carrying its cluster's size."""
+    if sizes:
+        return _rows_with_sizes(pairs, stage)
     n = pairs.num_rows
     if n == 0:
         return DECISION_SCHEMA.empty_table()
@@ -365,6 +454,31 @@ def decision_rows(pairs: pa.Table, stage: str) -> pa.Table:
         similarity=pa.array(similarity),
     )
     return _with_order(table, pairs.column("b").to_numpy())
+
+
+def _rows_with_sizes(pairs: pa.Table, stage: str) -> pa.Table:
+    schema = pa.schema([*DECISION_SCHEMA, CLUSTER_SIZE_FIELD])
+    if pairs.num_rows == 0:  # an empty piece may not carry the pairs' columns
+        return schema.empty_table()
+    a, b = pairs.column("a").to_numpy(), pairs.column("b").to_numpy()
+    kept = a == b
+    removed = decision_rows(pairs.filter(pa.array(~kept)).drop_columns(["size"]), stage)
+    removed = removed.append_column(CLUSTER_SIZE_FIELD, pa.nulls(removed.num_rows, pa.int64()))
+    roots = pairs.filter(pa.array(kept))
+    n = roots.num_rows
+    table = pa.table(
+        {
+            ID: roots.column("_id"),
+            "stage": pa.array([stage] * n, pa.string()),
+            "reason": pa.nulls(n, pa.string()),
+            "duplicate_of": pa.nulls(n, pa.string()),
+            "similarity": pa.nulls(n, pa.float32()),
+            ORDER: pa.array(b[kept], pa.uint64()),
+            CLUSTER_SIZE: roots.column("size"),
+        },
+        schema=schema,
+    )
+    return pa.concat_tables([removed.cast(schema), table])
 
 
 def _with_order(table: pa.Table, orders: np.ndarray) -> pa.Table:
