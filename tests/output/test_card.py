@@ -99,6 +99,28 @@ def verify(version: Path) -> tuple[int, str]:
 def test_datasets_reads_the_card_s_configs_as_load_from_disk_reads_the_version(
     tmp_path: Path, split: dict[str, float] | None
 ) -> None:
+    """A split version is `load_dataset`'s and `load_from_disk`'s alike; a version without
+    splits is `load_from_disk`'s only, and no layout can make it both (datasets 5.2.0):
+
+    - `load_from_disk(path)` returns a `Dataset` only when `path/dataset_info.json` and
+      `path/state.json` are files (datasets/load.py:1742-1745, `fs.isfile`, which for a local
+      path is `os.path.isfile`: it follows symlinks); otherwise a `DatasetDict` when
+      `path/dataset_dict.json` is one (1746-1747), else FileNotFoundError. The name is the
+      constant `config.DATASET_STATE_JSON_FILENAME = "state.json"` (config.py:239), also read
+      by `Dataset.load_from_disk` (arrow_dataset.py:2029, 2068).
+    - `load_dataset(path, ...)` raises ValueError ("...saved using `save_to_disk`. Please use
+      `load_from_disk` instead.") whenever `Path(path, "state.json").exists()`
+      (load.py:1649-1653), first thing, before `load_dataset_builder` (load.py:1665) reads the
+      card's `configs`; so neither the card's YAML nor a `data_files=` argument skips it.
+
+    A file `isfile` accepts is one `exists` accepts, so a folder `load_from_disk` opens as a
+    `Dataset` is one `load_dataset` refuses (a symlinked state.json too). The only layout both
+    read is a DatasetDict's (dataset_dict.json on top, state.json per split: what split
+    versions are), but then `load_from_disk` returns a `DatasetDict`, not the `Dataset`
+    `Version.to_dataset` and every existing version give. So for a version without splits the
+    test checks the refusal and reads the card's configs through `load_dataset_builder`:
+    what `load_dataset` runs after that check, and what `load_dataset("<org>/<name>")` runs
+    once the folder is on the Hub (the card says so)."""
     version = build(tmp_path, stages=[{"exact_dedup": {}}], split=split)
     m = json.loads((version / "manifest.json").read_text())
     assert m["rejected"] and m["quarantine"] and m["examples"]  # files a glob over *.arrow
