@@ -4,7 +4,8 @@
 Parquet and JSONL read back by polars, for a mixture of packed token rows and for a mixture
 of chat versions (chat_template: input ids with their labels) and of packed chat versions
 (with position ids and sequence boundaries), repeats included, sample i of
-the export equal, in every column, to row `index[i]` of the source it names. Megatron, which
+the export equal, in every column, to row `index[i]` of the source it names; its export.json
+names the tokenizer its sources name, and a chat mixture's loss column and packing. Megatron, which
 holds token ids only, refuses the chat mixture as it refuses a chat version."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import curate
 from curate.errors import CurateError
 from curate.export import export, mds
 from curate.export import source as export_source
+from curate.export.source import Source
 from curate.mix.prepare import prepare
 from curate.output.shards import read_stream
 from curate.verify import verify
@@ -189,8 +191,15 @@ def test_table_export_is_the_samples_in_index_order(
     assert manifest.parts[0].tokens == mixed.manifest["tokens"]
     assert read_table(tmp_path / "out", to, mixed.schema()) == want
     assert verify(tmp_path / "out") == []
+    seq_len = (Source(mixed).packing() or {}).get("seq_len")
+    assert seq_len == {"text": 16, "chat": None, "packed_chat": 96}[name]
+    for record in mixed.manifest["mixture"]["sources"]:  # what the ids were made with
+        source = Source.open(record["path"])
+        assert manifest.tokenizer == source.tokenizer()
+        assert (source.packing() or {}).get("seq_len") == seq_len
     if name != "text":
         assert manifest.chat is not None and manifest.chat["loss"] == "labels"
+        assert manifest.chat["packed"] is (seq_len is not None)
         assert manifest.tokenizer is not None and manifest.tokenizer["stage"] == "chat_template"
 
 
