@@ -1,12 +1,12 @@
 """A mixture exported to every format that can carry it is its samples in index order (issue
 22 pt 2: "curate export exports it"): MDS read back by MosaicML Streaming's own
 `StreamingDataset` (in `.venv-mds`, as tests/export/test_mds.py reads plain versions),
-Parquet and JSONL read back by polars, for a mixture of packed token rows and for a mixture
-of chat versions (chat_template: input ids with their labels) and of packed chat versions
-(with position ids and sequence boundaries), repeats included, sample i of
-the export equal, in every column, to row `index[i]` of the source it names; its export.json
-names the tokenizer its sources name, and a chat mixture's loss column and packing. Megatron, which
-holds token ids only, refuses the chat mixture as it refuses a chat version."""
+Parquet and JSONL read back by polars, for a mixture of packed token rows, one of chat
+versions (chat_template: input ids with their labels) and one of packed chat versions (with
+position ids and sequence boundaries), repeats included: sample i of the export equals, in
+every column, row `index[i]` of the source it names. Its export.json names the tokenizer its
+sources name, and a chat mixture's loss column and packing. Megatron, which holds token ids
+only, refuses the chat mixture as it refuses a chat version."""
 
 from __future__ import annotations
 
