@@ -59,8 +59,8 @@ def count_documents(
                     total.update(counts.removed)
         if total:
             removed[f"{i}:{stage.name}"] = dict(sorted(total.items()))
-    forgotten = sum(r.forgotten for r in records[-1])
-    if forgotten:  # dropped where the shards are written (curate.forget)
+    forgotten = sum(r.forgotten for pass_records in records for r in pass_records)
+    if forgotten:  # dropped where nothing ahead needs them (curate.excluded_rows)
         removed["forget"] = {"forgotten": forgotten}
     return Counts(
         read=documents + quarantined,

@@ -424,7 +424,7 @@ class Build:
     def _forgotten(self, result: JobResult) -> dict[str, object] | None:
         if not self.forgotten:
             return None
-        return self.forgotten.record(sum(rec.forgotten for rec in result.records[-1]))
+        return self.forgotten.record(sum(rec.forgotten for rs in result.records for rec in rs))
 
     def _statistics(self, job: Job, result: JobResult) -> StatisticsFile | None:
         """Write the version's statistics.json (unless the recipe turned them off)."""

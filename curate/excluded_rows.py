@@ -1,13 +1,39 @@
-"""Dropping forgotten documents from rows by id, where a run writes them (worker side).
+"""Dropping forgotten documents from rows by id, where a run handles them (worker side).
 
-A run passes the ids it excludes (`curate.forget.resolve`) in its settings, sorted;
-`curate.engines.tasks` drops them where the shard writer takes the rows, from the rows a
-pass writes as rejected, and keeps no stage-cache entry of rows for a partition holding
-one.
+A run passes the ids it excludes (`curate.forget.resolve`) in its settings, sorted. A later
+run reads the inputs again, so a forgotten document enters it; it is dropped at the first
+point where nothing ahead needs it, and counted as forgotten there (`PartitionRecord.
+forgotten`), so the counts reconcile wherever that is:
+
+- **After the last barrier's summary** (`curate.engines.tasks`): a barrier still takes its
+  summary (hashes, MinHash signatures), since forgetting a cluster's kept document must not
+  promote another member, which a rebuild excluding it after deduplication would not keep.
+  Its text is then needed by nothing, so it is not staged for the next pass: no staging
+  file (left by a crashed run too) holds it. Before that, it runs through the map stages
+  in memory as every document does, because a barrier's summary is of the text those
+  stages leave (normalize before MinHash), and a filter dropping it there keeps it out of
+  the barrier as in the rebuild. Between two barriers it is staged as every document is
+  (the second barrier needs its text as the stages between them leave it): the one place
+  its text is written, deleted with the staging folder at publish.
+- **On entering the final pass**, without a barrier at all (right after reading), or when
+  an earlier pass could not leave it out (its rows were not written again, but named in a
+  stage-cache entry or the previous staging: `curate.engines.staged_rows`).
+- **At the shard writer**, when the final pass replays stage-cache entries kept before it
+  was forgotten (`curate forget` itself: no stage runs again); their counts include it as
+  they did then. The shards are the same either way (the same rows reach the writer in
+  the same order); a stage's examples may show one fewer (the forgotten one is not shown).
+- Never in rejected rows or examples (`tasks`, `curate.examples.files`), and never in a
+  stage-cache entry: a partition holding one keeps none in the pass that reads it, nor in
+  any pass after it dropped one (`forgot_before`): those entries would lack a document a
+  run without the exclusion (another dataset sharing the cache) would replay.
+
+Statistics of the map stages before the last barrier count it as they count every
+document they see (figures, no text); examples never show it.
 """
 
 from __future__ import annotations
 
+import json
 from functools import lru_cache
 from typing import TypeVar
 
@@ -15,6 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.io.batches import ID
+from curate.staging.names import Staging
 
 Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
 
@@ -41,3 +68,15 @@ def without(rows: Rows, excluded: tuple[str, ...], column: str = ID) -> tuple[Ro
     if not n:
         return rows, 0
     return rows.filter(pc.invert(hit)), int(n)
+
+
+def forgot_before(staging: Staging, k: int, partition: str, excluded: tuple[str, ...]) -> bool:
+    """Whether a pass before k dropped forgotten documents of this partition (its record,
+    complete before pass k starts, says so)."""
+    if not excluded:
+        return False
+    for earlier in range(k):
+        path = staging.record(earlier, partition)
+        if path.exists() and json.loads(path.read_text()).get("forgotten"):
+            return True
+    return False

@@ -41,6 +41,7 @@ class Job:
             barrier=seg.barrier,
             barrier_position=self.barrier_positions[pass_index],
             cache=self.cache.for_task(pass_index, partition) if self.cache is not None else None,
+            summaries_ahead=any(s.barrier is not None for s in self.segments[pass_index + 1 :]),
         )
 
 

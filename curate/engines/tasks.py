@@ -33,7 +33,7 @@ from curate.engines.segments import SegmentWriter
 from curate.engines.staged_rows import staged_rows, unfiltered_rows
 from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
-from curate.excluded_rows import without
+from curate.excluded_rows import forgot_before, without
 from curate.io.batches import (
     ID,
     ORDER,
@@ -125,6 +125,7 @@ class PassTask:
     barrier: BarrierStage | None = None  # the barrier this pass summarizes for; None: final
     barrier_position: int = -1
     cache: PassKeys | None = None  # the stage cache's keys for this pass (None: cache off)
+    summaries_ahead: bool = False  # a later pass's barrier needs the documents' summaries
 
     @property
     def final(self) -> bool:
@@ -215,6 +216,10 @@ class PartitionRun:
         self.keeper: Keeper | None = None  # what it keeps there
         self.documents: ByDocument | None = None  # map stages' work reused by document
         self.cache: StageCache | None = None  # held while the pass runs
+        # an earlier pass dropped forgotten documents of this partition: what this pass
+        # computes lacks them, so it keeps no entry a run without them would replay
+        self.lost = forgot_before(task.staging, task.pass_index, self.part.key,
+                                  task.settings.excluded)  # fmt: skip
         files = self.record.files
         run = self.settings
         if task.final:
@@ -257,7 +262,9 @@ class PartitionRun:
             for i, (batch, quarantined, chunk) in enumerate(metered(self._chunks(), at, span)):
                 if i < skip:
                     continue  # done before the interruption; its side outputs are on disk
-                if self.keeper is not None and _holds_excluded(batch, self.settings.excluded):
+                if self.keeper is not None and (
+                    self.lost or _holds_excluded(batch, self.settings.excluded)
+                ):
                     self.keeper.abort()  # its text would be in the entries (curate.forget)
                     self.keeper = None
                 if self.keeper is not None:
@@ -396,6 +403,10 @@ class PartitionRun:
 
     def _process(self, batch: pa.RecordBatch, chunk: Chunk | None = None) -> None:
         start = self.reuse.stages if chunk is not None and chunk.counts else 0
+        if self.task.final and not start:  # nothing ahead needs them (curate.excluded_rows)
+            batch = self._forget(batch)
+            if batch.num_rows == 0:
+                return
         if self.previous is not None and self.drops is not None and not start:
             t = time.perf_counter()
             result = self.previous.apply(batch, self.drops.ids, self.drops.changes)
@@ -451,10 +462,13 @@ class PartitionRun:
                 self.keeper.basis.chunk(basis, time.perf_counter() - t)
         else:
             self.reuse.docs_reused += batch.num_rows
-        self.segments.write(batch, barrier.summary_from_basis(basis))
+        summary = barrier.summary_from_basis(basis)  # forgotten documents' too: decide needs them
+        if self.segments.rows and not self.task.summaries_ahead:
+            batch = self._forget(batch)  # their text staged for no pass (curate.excluded_rows)
+        self.segments.write(batch, summary)
 
     def _forget(self, batch: pa.RecordBatch) -> pa.RecordBatch:
-        """The batch less the documents `curate forget` removed."""
+        """The batch less the documents `curate forget` removed, counted where they go."""
         batch, dropped = without(batch, self.settings.excluded)
         self.record.forgotten += dropped
         return batch

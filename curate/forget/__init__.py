@@ -11,22 +11,23 @@ How exclusion works, and why this way:
 - **Folded into the fingerprint** (the digest of the hashes and ids), so a run of the
   recipe after `curate forget` computes the fingerprint forget published under and
   returns that version: a no-op.
-- **Dropped where the shard writer takes the rows** (one hook in the final pass), after
-  every stage and every barrier. Excluded documents take part in deduplication exactly as
-  before, so forgetting a cluster's kept document promotes no other member; nothing
-  earlier in the run changes, so the stage cache's keys do not change either.
+- **Dropped as early as nothing needs them** (`curate.excluded_rows`): after the last
+  barrier's summary (or on reading, with no barrier). Excluded documents take part in
+  deduplication exactly as before, so forgetting a cluster's kept document promotes no
+  other member; nothing a barrier summarizes changes, so the stage cache's keys do not
+  change either.
 - **`curate forget` is a run** of the recipe with the new exclusions: every partition is
   replayed from the stage cache (no stage runs again, no text is tokenized again), the
-  writer drops the forgotten rows, and the publish step hard-links every shard whose
-  bytes did not change from the previous version (`curate.shared_files`). The result is
-  byte-identical to a rebuild with the exclusions by construction (it is one); with the
-  cache off or evicted it costs a rebuild, and is still right.
+  forgotten rows are dropped on the way, and the publish step hard-links every shard whose
+  bytes did not change from the previous version (`curate.shared_files`). Its shards and
+  lineage are byte-identical to a rebuild's with the exclusions (the same rows reach the
+  writer in the same order); with the cache off or evicted it costs a rebuild, and is
+  still right.
 - **Kept out of what a run writes beside the shards:** rejected rows, examples (removed
   or shown as a duplicate's kept document) and the stage cache (a partition holding an
   excluded document keeps no entry of rows: its documents' text would be in it). A
-  barrier's summaries of them are kept: its decision needs them. While a run is in
-  progress, its staging folder holds them as it holds every document; it is discarded
-  at publish.
+  barrier's summaries of them are kept: its decision needs them. A run's staging holds
+  their text only between two barriers (the second needs it).
 - Resolution (`resolve`): at each build, inputs whose size or mtime changed since the
   ids were resolved (and new inputs) are read once more by the driver, and every record
   whose text hash is excluded is excluded by its current id.

@@ -92,7 +92,7 @@ class PartitionRecord:
     cache_key: str | None = None  # the stage cache's key of the rows the pass ended with
     cache: dict[str, Any] | None = None  # what the pass took from the stage cache (`reused`)
     rows_from: dict[str, Any] | None = None  # rows not staged: where they are (`staged_rows`)
-    forgotten: int = 0  # final pass: documents `curate forget` removed, dropped at the writer
+    forgotten: int = 0  # documents `curate forget` removed, dropped in this pass
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {

@@ -1,0 +1,103 @@
+"""Issue 20 pt 3: after a purge, a later run (a new file) reads the inputs again, and the
+forgotten documents enter it only as the dedup summaries its decision needs: no file under
+the root holds their text or token sequence, not even the staging folder of a run killed
+just before it publishes, and the version equals a rebuild that excludes them after
+deduplication."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from conftest import REPO
+from test_end_to_end import (
+    EMAIL,
+    NAME,
+    PERSON,
+    TOKENIZER,
+    cli,
+    contains,
+    make,
+    streams,
+    text_of,
+    texts_holding,
+)
+from tokenizers import Tokenizer
+
+import curate
+from curate.store import Store
+
+NEEDLES = [NAME, EMAIL, "Fenwick"]
+
+
+def shard_sums(version: curate.Version) -> list[tuple[str, str]]:
+    return [(s["path"], s["sha256"]) for s in version.manifest["shards"]]
+
+
+def test_a_later_run_holds_them_nowhere(tmp_path: Path) -> None:
+    recipe = make(tmp_path)
+    curate.run(recipe).release()
+    store = tmp_path / "out" / "people"
+    out = cli("forget", str(recipe), "--match", re.escape(EMAIL), "--reason", "DSR")
+    assert out.returncode == 0, out.stderr
+    out = cli("gc", str(store), "--purge-forgotten")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert texts_holding(store, NEEDLES) == []
+    tokens = (
+        Tokenizer.from_file(str(TOKENIZER / "tokenizer.json"))
+        .encode(" " + NAME.split()[1], add_special_tokens=False)
+        .ids
+    )
+
+    # a new file, with a copy of a forgotten document among new ones
+    lines = [text_of(200 + i) for i in range(20)]
+    lines[4] = f"Travel booked by {PERSON} on the 30th."
+    (tmp_path / "in" / "three.jsonl").write_text(
+        "".join(json.dumps({"text": t}) + "\n" for t in lines)
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CURATE_KILL_AT": "publish:1",
+           "CURATE_PHASE_LOG": str(tmp_path / "phases.log")}  # fmt: skip
+    killed = subprocess.run([sys.executable, "-m", "curate.cli", "run", str(recipe)], env=env,
+                            capture_output=True, start_new_session=True, check=False)  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    assert list(store.glob(".staging-*/pass-0/data-*.arrow"))  # what was staged is there
+    assert texts_holding(store, NEEDLES) == []
+    assert not any(contains(s, tokens) for s in streams(store))
+
+    later = curate.run(recipe)
+    assert texts_holding(store, NEEDLES) == []
+    assert not any(contains(s, tokens) for s in streams(store))
+    assert later.manifest["counts"]["removed"]["forget"] == {"forgotten": 4}
+
+    # the same shards as a build from scratch with the same exclusions
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    make(fresh)
+    (fresh / "in" / "three.jsonl").write_bytes((tmp_path / "in" / "three.jsonl").read_bytes())
+    exclusions = (store / ".forget" / "exclusions.json").read_text()
+    Store(fresh / "out", "people").save_own(".forget", "exclusions.json", exclusions)
+    rebuilt = curate.run(fresh / "recipe.yaml")
+    assert shard_sums(rebuilt) == shard_sums(later)
+
+
+def test_a_cache_entry_never_lacks_a_forgotten_document(tmp_path: Path) -> None:
+    """The pass after the one that dropped them keeps no entry: one kept would lack them, and
+    a run without the exclusion (here: the file removed by hand) would replay it."""
+    from test_forget import NAME as QUIMBY
+    from test_forget import corpus, recipe_in
+
+    from curate.forget_command import Selection, forget
+
+    plain = tmp_path / "plain"
+    corpus(plain)
+    expected = shard_sums(curate.run(recipe_in(plain)))
+    folder = tmp_path / "forgot"
+    corpus(folder)
+    recipe = recipe_in(folder)
+    forget(recipe, Selection(match=re.compile(QUIMBY)), "r")  # its first build
+    (folder / "out" / "t" / ".forget" / "exclusions.json").unlink()
+    assert shard_sums(curate.run(recipe)) == expected
