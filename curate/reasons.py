@@ -249,6 +249,7 @@ BENCHMARK = _reason("benchmark", "benchmark:{benchmark}")
 CLASSIFIER_BELOW = _reason("classifier_below", "classifier_below:{code}")  # the score column
 CLASSIFIER_ABOVE = _reason("classifier_above", "classifier_above:{code}")
 CLASSIFIER_LABEL = _reason("classifier_label", "classifier_label:{code}")  # the top label
+CLASSIFIER_BUCKET = _reason("classifier_bucket", "classifier_bucket:{bucket}")  # below min
 URL_DOMAIN = _reason("url_domain", "url_domain:{list}")
 URL_SUBSTRING = _reason("url_substring", "url_substring:{list}")
 for _code in ("url_banned_word", "url_soft_banned_words", "url_banned_subword", "url_missing"):

@@ -25,6 +25,10 @@ class ScoreReport:
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     examples: dict[str, list[tuple[str, float, str]]] = field(default_factory=dict)
     """Per side ("below 0.5", "at or above 0.5", ...): (id, score, text), nearest first."""
+    marks: list[float] = field(default_factory=list)
+    """Other values drawn on the histogram (a bucketed classifier's edges)."""
+    title: str = ""
+    """A line under the first (how the edges were found)."""
 
     def __str__(self) -> str:
         n = len(self.scores)
@@ -32,7 +36,9 @@ class ScoreReport:
             return f"{self.column}: no documents scored"
         lines = [f"{self.column} over {n:,} documents: min {self.scores.min():.4g}, median "
                  f"{float(np.median(self.scores)):.4g}, max {self.scores.max():.4g}"]  # fmt: skip
-        bounds = [b for b in (self.min_score, self.max_score) if b is not None]
+        if self.title:
+            lines.append(self.title)
+        bounds = [b for b in (self.min_score, self.max_score) if b is not None] + self.marks
         top = max(int(self.counts.max()), 1)
         for lo, hi, count in zip(self.edges[:-1], self.edges[1:], self.counts, strict=True):
             mark = (
@@ -65,12 +71,7 @@ def score_report(
     report = ScoreReport(column, scores, min_score, max_score)
     if not len(scores):
         return report
-    lo, hi = float(scores.min()), float(scores.max())
-    if lo >= 0.0 and hi <= 1.00002:  # probabilities: the unit interval (fastText's 1.00001)
-        lo, hi = 0.0, 1.0
-    hi = hi if hi > lo else lo + 1.0
-    clipped = np.clip(scores, lo, hi)
-    report.counts, report.edges = np.histogram(clipped, bins=BINS, range=(lo, hi))
+    _histogram(report)
     order = np.argsort(scores, kind="stable")
 
     def shown(rows: np.ndarray) -> list[tuple[str, float, str]]:
@@ -86,4 +87,51 @@ def score_report(
         above = order[scores[order] >= bound]
         report.examples[f"just below {name} {bound:g}"] = shown(below)
         report.examples[f"at or just above {name} {bound:g}"] = shown(above)
+    return report
+
+
+def _histogram(report: ScoreReport) -> None:
+    scores = report.scores
+    lo, hi = float(scores.min()), float(scores.max())
+    if lo >= 0.0 and hi <= 1.00002:  # probabilities: the unit interval (fastText's 1.00001)
+        lo, hi = 0.0, 1.0
+    hi = hi if hi > lo else lo + 1.0
+    clipped = np.clip(scores, lo, hi)
+    report.counts, report.edges = np.histogram(clipped, bins=BINS, range=(lo, hi))
+
+
+def bucket_report(
+    column: str,
+    scores: np.ndarray,
+    cuts: list[float],
+    edges: list[float],
+    ids: list[str],
+    texts: list[str],
+    examples: int,
+) -> ScoreReport:
+    """A bucketed classifier's report: the histogram with the edges (found over the sample
+    as if it were the corpus) marked, and for each edge the documents at or just below it
+    (the lower bucket) and just above it (the upper), nearest first."""
+    report = ScoreReport(column, scores, None, None, marks=list(edges))
+    report.title = (
+        "percentile edges over the sample (the corpus's differ): "
+        + ", ".join(f"p{c:g} = {e:.4g}" for c, e in zip(cuts, edges, strict=True))
+        if edges
+        else "no percentile edges: the sample weighs nothing (every document in bucket 0)"
+    )
+    if not len(scores):
+        return report
+    _histogram(report)
+    order = np.argsort(scores, kind="stable")
+    ordered = scores[order]
+
+    def shown(rows: np.ndarray) -> list[tuple[str, float, str]]:
+        return [(ids[i], float(scores[i]), texts[i]) for i in rows[:examples].tolist()]
+
+    for j, (cut, edge) in enumerate(zip(cuts, edges, strict=False)):
+        below = order[ordered <= edge][::-1]
+        above = order[ordered > edge]
+        name = f"edge {j + 1} (p{cut:g} = {edge:.4g})"
+        report.examples[f"at or just below {name}"] = shown(below)
+        report.examples[f"just above {name}"] = shown(above)
     return report

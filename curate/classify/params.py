@@ -21,6 +21,7 @@ import re
 from pathlib import PurePath
 from typing import Literal
 
+import numpy as np
 from pydantic import Field, model_validator
 
 from curate.chat.contents import Roles, roles_field
@@ -92,7 +93,10 @@ class ModelParams(StageParams):
         return [lab.removeprefix("__label__") for lab in self.keep_labels]
 
 
-class ClassifierParams(StageParams):
+class ScoringParams(StageParams):
+    """What every classifier stage scores with: the models and how their scores combine
+    (`classifier` keeps by bounds, `classifier_buckets` by percentile bucket)."""
+
     models: list[ModelParams] = Field(
         min_length=1, description="The models; each adds <name>_score (and <name>_label)."
     )
@@ -104,12 +108,6 @@ class ClassifierParams(StageParams):
         pattern=NAME.pattern,
         description="Several models: the column of their combined score.",
     )
-    min_score: float | None = Field(
-        None, description="Drop documents scoring below this (the combined score, if several)."
-    )
-    max_score: float | None = Field(
-        None, description="Drop documents scoring above this (the combined score, if several)."
-    )
     threads: int | None = Field(
         None,
         ge=1,
@@ -118,20 +116,47 @@ class ClassifierParams(StageParams):
     roles: Roles | None = roles_field()
 
     @model_validator(mode="after")
-    def _consistent(self) -> ClassifierParams:
+    def _distinct_columns(self) -> ScoringParams:
         names = [m.column_prefix for m in self.models]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"two models have the column prefix {twice[0]!r}: give each a name")
         if len(self.models) > 1 and self.column in {f"{n}_score" for n in names}:
             raise ValueError(f"column {self.column!r} is also a model's score column")
+        return self
+
+    def score_column(self) -> str:
+        """The column of the judged score: the one model's, or the combination's."""
+        if len(self.models) == 1:
+            return f"{self.models[0].column_prefix}_score"
+        return self.column
+
+    def scoring(self) -> dict[str, object]:
+        """The fields of `ScoringParams` alone (what a `classifier` scoring the same way
+        is built from)."""
+        return self.model_dump(include=set(ScoringParams.model_fields))
+
+
+class ClassifierParams(ScoringParams):
+    min_score: float | None = Field(
+        None, description="Drop documents scoring below this (the combined score, if several)."
+    )
+    max_score: float | None = Field(
+        None, description="Drop documents scoring above this (the combined score, if several)."
+    )
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ClassifierParams:
         lo, hi = self.min_score, self.max_score
         if lo is not None and hi is not None and lo > hi:
             raise ValueError(f"min_score ({lo}) is greater than max_score ({hi})")
         return self
 
-    def score_column(self) -> str:
-        """The column `min_score` and `max_score` judge."""
-        if len(self.models) == 1:
-            return f"{self.models[0].column_prefix}_score"
-        return self.column
+
+def combined(scores: list[np.ndarray], how: str) -> np.ndarray:
+    """The judged score: the one model's, or the max or mean of several (in float64)."""
+    if len(scores) == 1:
+        return scores[0]
+    stacked = np.stack(scores).astype(np.float64)
+    out = stacked.max(axis=0) if how == "max" else stacked.mean(axis=0)
+    return out.astype(np.float32)

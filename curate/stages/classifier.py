@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from curate.classify.hf_model import config_labels, declared_dtype, model_max_length, read_config
 from curate.classify.inspect import ScoreReport, score_report
-from curate.classify.params import ClassifierParams
+from curate.classify.params import ClassifierParams, combined
 from curate.classify.predictions import Predictions, check_label
 from curate.classify.source import ModelSource, resolve_model
 from curate.io.batches import ID
@@ -181,11 +181,7 @@ class Classifier(MapStage[ClassifierParams]):
         p = self.params
         scores = [pred.score(spec.score_label).astype(np.float32)
                   for spec, pred in zip(p.models, predictions, strict=True)]  # fmt: skip
-        if len(scores) == 1:
-            return scores[0]
-        stacked = np.stack(scores).astype(np.float64)
-        combined = stacked.max(axis=0) if p.combine == "max" else stacked.mean(axis=0)
-        return combined.astype(np.float32)
+        return combined(scores, p.combine)
 
     # -- the work --------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ BUILTIN: dict[str, str] = {
     "pii": "curate.stages.pii:Pii",
     "chat_template": "curate.stages.chat_template:ChatTemplate",
     "classifier": "curate.stages.classifier:Classifier",
+    "classifier_buckets": "curate.stages.classifier_buckets:ClassifierBuckets",
     "url_filter": "curate.stages.url_filter:UrlFilter",
 }
 

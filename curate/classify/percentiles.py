@@ -1,0 +1,174 @@
+"""Weighted percentile edges of a score over the whole corpus, exact, from folds alone.
+
+The rule (what the manifest and README state):
+
+- Each document has a score s (float32) and a weight w >= 0 (its characters, 1, or a
+  column's value); W is the total weight. For a cut at p percent, the **edge** is the
+  lowest score e such that the documents scoring at most e weigh at least p * W / 100
+  (the weighted lower quantile). Every edge is a score some document has.
+- A document's **bucket** is the number of edges strictly below its score: bucket 0
+  holds scores <= the first edge, bucket k scores above the k-th edge. Documents with
+  equal scores always share a bucket (ties are never split by input order), so a bucket
+  may hold more or less than its share, and a heavy tie can make two edges equal and a
+  bucket between them empty. Documents of weight 0 (empty ones, by characters) move no
+  edge but are bucketed by their score like any other. With no weight at all (no
+  documents, or only empty ones) there are no edges and every document is in bucket 0.
+- NaN scores count as the lowest score; -0.0 equals 0.0.
+
+Nothing is sorted and no node holds every score: a float32 maps to a uint32 key in the
+same order (`score_keys`), and two folds of fixed-size histograms find each edge's key
+exactly, the first over the key's upper 16 bits (weights per bin), the second over the
+lower 16 bits inside the bins that hold an edge. The figures are integer sums, so the
+edges are the same whatever the pieces, the engine or the worker count.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from curate.collective.frame import Frame
+from curate.io.batches import ID, ORDER
+from curate.reasons import CLASSIFIER_BUCKET
+
+KEY = "_score_key"
+"""The summary's uint32 key of the judged score (`score_keys`)."""
+WEIGHT = "_weight"
+"""The summary's int64 weight of each document."""
+HALF = 1 << 16
+
+_SIGN = np.uint32(0x80000000)
+
+
+def score_keys(scores: np.ndarray) -> np.ndarray:
+    """uint32 keys in the order of the float32 scores (NaN lowest, -0.0 as 0.0)."""
+    s = np.asarray(scores, np.float32)
+    s = np.where(np.isnan(s), np.float32(-np.inf), s) + np.float32(0.0)  # -0.0 + 0.0 = 0.0
+    bits = s.astype(np.float32).view(np.uint32)
+    return np.where(bits & _SIGN, ~bits, bits | _SIGN).astype(np.uint32)
+
+
+def key_scores(keys: np.ndarray) -> np.ndarray:
+    """The float32 scores of `score_keys` keys."""
+    k = np.asarray(keys, np.uint32)
+    bits = np.where(k & _SIGN, k & ~_SIGN, ~k).astype(np.uint32)
+    return bits.view(np.float32)
+
+
+def _keys_weights(piece: pa.Table) -> tuple[np.ndarray, np.ndarray]:
+    keys = piece.column(KEY).to_numpy().astype(np.uint32)
+    weights = piece.column(WEIGHT).to_numpy().astype(np.int64)
+    return keys, weights
+
+
+def high_weights(piece: pa.Table) -> tuple[np.ndarray, np.ndarray, int]:
+    """The piece's weight per upper-16-bit bin of the key (bins holding a document), and
+    its documents."""
+    if piece.num_rows == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
+    keys, weights = _keys_weights(piece)
+    bins, at = np.unique(keys >> 16, return_inverse=True)
+    sums = np.zeros(len(bins), np.int64)
+    np.add.at(sums, at, weights)
+    return bins.astype(np.int64), sums, piece.num_rows
+
+
+def low_weights(piece: pa.Table, highs: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """For each upper bin in `highs`: the piece's weight per lower-16-bit value in it."""
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if piece.num_rows == 0:
+        return out
+    keys, weights = _keys_weights(piece)
+    upper = keys >> 16
+    for high in highs:
+        inside = upper == high
+        if not inside.any():
+            continue
+        lows, at = np.unique(keys[inside] & 0xFFFF, return_inverse=True)
+        sums = np.zeros(len(lows), np.int64)
+        np.add.at(sums, at, weights[inside])
+        out[high] = (lows.astype(np.int64), sums)
+    return out
+
+
+def find_edges(rows: Frame, cuts: list[float]) -> tuple[np.ndarray | None, int, int]:
+    """The edge keys of `cuts` (percent) over `rows` (`KEY`, `WEIGHT`), the total weight
+    and the documents; None for the edges when nothing weighs anything."""
+    hist = np.zeros(HALF, np.int64)
+    documents = 0
+    for bins, sums, n in rows.fold(high_weights):
+        np.add.at(hist, bins, sums)
+        documents += n
+    total = int(hist.sum())
+    if total == 0:
+        return None, 0, documents
+    targets = np.array([cut * total / 100 for cut in cuts], np.float64)
+    through = np.cumsum(hist)  # weight of keys in bins 0..b
+    highs = np.searchsorted(through, targets, side="left")  # first bin reaching the target
+    wanted = sorted({int(h) for h in highs})
+    lows: dict[int, np.ndarray] = {h: np.zeros(HALF, np.int64) for h in wanted}
+    for found in rows.fold(low_weights, wanted):
+        for high, (values, sums) in found.items():
+            np.add.at(lows[high], values, sums)
+    edges = np.zeros(len(cuts), np.uint32)
+    for j, (high, target) in enumerate(zip(highs.tolist(), targets.tolist(), strict=True)):
+        before = int(through[high] - hist[high])
+        low = int(np.searchsorted(before + np.cumsum(lows[high]), target, side="left"))
+        edges[j] = np.uint32((high << 16) | low)
+    return edges, total, documents
+
+
+def buckets_of(keys: np.ndarray, edges: np.ndarray | None) -> np.ndarray:
+    """Each key's bucket: the number of edges strictly below it (0 with no edges)."""
+    if edges is None:
+        return np.zeros(len(keys), np.int32)
+    return np.searchsorted(edges, np.asarray(keys, np.uint32), side="left").astype(np.int32)
+
+
+def bucket_counts(piece: pa.Table, edges: np.ndarray | None, n: int) -> tuple[Any, Any]:
+    """Documents and weight per bucket in this piece (n buckets)."""
+    if piece.num_rows == 0:
+        return np.zeros(n, np.int64), np.zeros(n, np.int64)
+    keys, weights = _keys_weights(piece)
+    b = buckets_of(keys, edges)
+    docs = np.bincount(b, minlength=n).astype(np.int64)
+    weight = np.zeros(n, np.int64)
+    np.add.at(weight, b, weights)
+    return docs, weight
+
+
+def decision_rows(
+    piece: pa.Table,
+    edges: np.ndarray | None,
+    min_bucket: int | None,
+    bucket_column: str | None,
+    carried: list[str],
+    stage: str,
+    schema: pa.Schema,
+) -> pa.Table:
+    """A decision row per document of this piece: dropped (reason `classifier_bucket:<b>`)
+    below `min_bucket`, else kept with the `carried` columns (scores, labels) and its
+    bucket, which the stage's `apply` adds to the document."""
+    if piece.num_rows == 0:
+        return schema.empty_table()
+    n = piece.num_rows
+    b = buckets_of(piece.column(KEY).to_numpy(), edges)
+    reasons: list[str | None] = [None] * n
+    if min_bucket is not None:
+        for i in np.flatnonzero(b < min_bucket).tolist():
+            reasons[i] = CLASSIFIER_BUCKET(bucket=int(b[i]))
+    columns: dict[str, Any] = {
+        ID: piece.column(ID),
+        "stage": pa.array([stage] * n, pa.string()),
+        "reason": pa.array(reasons, pa.string()),
+        "duplicate_of": pa.nulls(n, pa.string()),
+        "similarity": pa.nulls(n, pa.float32()),
+        ORDER: piece.column(ORDER),
+    }
+    for name in carried:
+        columns[name] = piece.column(name)
+    if bucket_column is not None:
+        columns[bucket_column] = pa.array(b, pa.int32())
+    return pa.table(columns).cast(schema)
