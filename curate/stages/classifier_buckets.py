@@ -73,7 +73,7 @@ class ClassifierBuckets(BarrierStage[BucketParams]):
         # the scoring is the classifier's own, built from the same models (never drops)
         scoring = replace(self.context, stats=False, examples=0)
         self.scorer = Classifier(ClassifierParams(**params.scoring()), scoring)
-        fields = [f for f in self.scorer.output_schema(pa.schema([]))]
+        fields = list(self.scorer.output_schema(pa.schema([])))
         self.carried = [f.name for f in fields]
         if params.bucket_column is not None:
             fields.append(pa.field(params.bucket_column, pa.int32()))
