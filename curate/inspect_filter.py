@@ -167,7 +167,8 @@ def _inspect(recipe: Recipe, stage: str, sample: int, examples: int) -> FilterRe
     batch = run_maps(batch, maps, [StageCounts() for _ in maps], [])
     target.setup()
     barrier = isinstance(target, BarrierStage)  # run on the sample as if it were the corpus
-    name = f"{target.name} {ON_SAMPLE}" if barrier else target.name  # (curate.inspect_barrier)
+    note = getattr(target, "sample_note", ON_SAMPLE)  # (curate.inspect_barrier)
+    name = f"{target.name} {note}" if barrier else target.name
     report = FilterReport(name, batch.num_rows, skipped)
     if batch.num_rows == 0:
         return report

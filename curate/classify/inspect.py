@@ -27,8 +27,8 @@ class ScoreReport:
     """Per side ("below 0.5", "at or above 0.5", ...): (id, score, text), nearest first."""
     marks: list[float] = field(default_factory=list)
     """Other values drawn on the histogram (a bucketed classifier's edges)."""
-    title: str = ""
-    """A line under the first (how the edges were found)."""
+    notes: list[str] = field(default_factory=list)
+    """Lines under the first (the edges, and each bucket's share of the sample)."""
 
     def __str__(self) -> str:
         n = len(self.scores)
@@ -36,8 +36,7 @@ class ScoreReport:
             return f"{self.column}: no documents scored"
         lines = [f"{self.column} over {n:,} documents: min {self.scores.min():.4g}, median "
                  f"{float(np.median(self.scores)):.4g}, max {self.scores.max():.4g}"]  # fmt: skip
-        if self.title:
-            lines.append(self.title)
+        lines += self.notes
         bounds = [b for b in (self.min_score, self.max_score) if b is not None] + self.marks
         top = max(int(self.counts.max()), 1)
         for lo, hi, count in zip(self.edges[:-1], self.edges[1:], self.counts, strict=True):
@@ -103,6 +102,7 @@ def _histogram(report: ScoreReport) -> None:
 def bucket_report(
     column: str,
     scores: np.ndarray,
+    weights: np.ndarray,
     cuts: list[float],
     edges: list[float],
     ids: list[str],
@@ -110,15 +110,28 @@ def bucket_report(
     examples: int,
 ) -> ScoreReport:
     """A bucketed classifier's report: the histogram with the edges (found over the sample
-    as if it were the corpus) marked, and for each edge the documents at or just below it
-    (the lower bucket) and just above it (the upper), nearest first."""
+    as if it were the corpus) marked, each bucket's documents and share of the weight, and
+    for each edge the documents at or just below it (the lower bucket) and just above it
+    (the upper), nearest first."""
     report = ScoreReport(column, scores, None, None, marks=list(edges))
-    report.title = (
-        "percentile edges over the sample (the corpus's differ): "
-        + ", ".join(f"p{c:g} = {e:.4g}" for c, e in zip(cuts, edges, strict=True))
-        if edges
-        else "no percentile edges: the sample weighs nothing (every document in bucket 0)"
-    )
+    if not edges:
+        report.notes.append("no percentile edges: the sample weighs nothing (all in bucket 0)")
+    else:
+        report.notes.append(
+            "percentile edges over the sample (the corpus's differ): "
+            + ", ".join(f"p{c:g} = {e:.4g}" for c, e in zip(cuts, edges, strict=True))
+        )
+        buckets = np.searchsorted(np.asarray(edges, np.float32), scores, side="left")
+        total = max(int(weights.sum()), 1)
+        ranges = [(f"{edges[b - 1]:.4g} < " if b else "") + "score"
+                  + (f" <= {edges[b]:.4g}" if b < len(edges) else "")
+                  for b in range(len(edges) + 1)]  # fmt: skip
+        width = max(len(r) for r in ranges)
+        for b, text in enumerate(ranges):
+            inside = buckets == b
+            share = int(weights[inside].sum()) / total
+            report.notes.append(f"  bucket {b:>2}: {text:<{width}}  {int(inside.sum()):>7,} "
+                                f"documents, {share:6.1%} of the weight")  # fmt: skip
     if not len(scores):
         return report
     _histogram(report)

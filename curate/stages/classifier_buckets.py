@@ -64,6 +64,8 @@ class ClassifierBuckets(BarrierStage[BucketParams]):
     """Keeps or labels documents by the weighted percentile bucket of a classifier's score."""
 
     name = "classifier_buckets"
+    sample_note = "(a barrier, on the sample alone: the corpus's edges differ)"
+    """What `inspect-filter` says of running it on a sample as if it were the corpus."""
     Params = BucketParams
     reads = ("text",)
     shapes = ("text", "chat")
@@ -273,8 +275,9 @@ class ClassifierBuckets(BarrierStage[BucketParams]):
         keyed = LocalSummaries.from_tables([summary]).rows([pct.KEY, pct.WEIGHT])
         edges, _, _ = pct.find_edges(keyed, p.cuts())
         edge_scores = [float(v) for v in pct.key_scores(edges)] if edges is not None else []
-        return bucket_report(p.score_column(), scores, p.cuts(), edge_scores, ids, texts,
-                             examples)  # fmt: skip
+        weights = basis.column(pct.WEIGHT).to_numpy()
+        return bucket_report(p.score_column(), scores, weights, p.cuts(), edge_scores, ids,
+                             texts, examples)  # fmt: skip
 
 
 def _bins(table: pa.Table, column: str, scheme: Any) -> tuple[dict[int, int], int | None]:

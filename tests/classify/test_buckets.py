@@ -296,6 +296,11 @@ def test_inspect_filter_shows_edges_and_examples_either_side(model: Path, tmp_pa
     assert shown.exit_code == 0, shown.output
     assert "q_score over 100 documents" in shown.output and "p50 = " in shown.output
     assert "at or just below edge 2 (p90" in shown.output
+    assert "on the sample alone: the corpus's edges differ" in shown.output
+    shares = [float(line.split(",")[-1].split("%")[0]) for line in shown.output.splitlines()
+              if line.startswith("  bucket ")]  # fmt: skip
+    assert len(shares) == 3 and shares[0] >= 50 and shares[0] + shares[1] >= 90
+    assert sum(shares) == pytest.approx(100, abs=0.2)
 
 
 def test_pipeline_labels_documents(model: Path) -> None:
@@ -304,3 +309,33 @@ def test_pipeline_labels_documents(model: Path) -> None:
     table = curate.Pipeline().add("classifier_buckets", **stage).process(rows).table
     assert table.num_rows == 40 and set(table.column("classifier_bucket").to_pylist()) == {0, 1}
     assert yaml.safe_dump(stage)  # the stage's parameters are plain recipe values
+
+
+def test_a_new_file_moves_old_documents_across_an_edge_as_a_rebuild_does(
+    model: Path, tmp_path: Path
+) -> None:
+    """Corpus-wide: a new input re-decides every bucket from the cached scores of the old
+    partitions (only the new documents are scored) and equals a build from scratch."""
+    records = data(tmp_path, 160)
+    first = build(tmp_path, model, buckets=4, min_bucket=1)
+    before = buckets_by_id(first)
+    extra = [{"id": f"new{i}", "text": t} for i, (label, t) in enumerate(DOCS[160:])
+             if label == "web"]  # fmt: skip
+    write_jsonl(tmp_path / "data" / "c.jsonl", extra)  # high scores: the edges rise
+    second = build(tmp_path, model, buckets=4, min_bucket=1)
+    record = second.manifest["stages"][0]["cache"]
+    assert record["docs_computed"] == len(extra) and record["docs_reused"] == len(records)
+    after = buckets_by_id(second)
+    assert any(after.get(i) != b for i, b in before.items())  # old documents moved
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "data").symlink_to(tmp_path / "data", target_is_directory=True)
+    rebuilt = build(scratch, model, "out", buckets=4, min_bucket=1)
+    assert shas(second, "shards") == shas(rebuilt, "shards")
+    assert shas(second, "rejected") == shas(rebuilt, "rejected")
+
+
+def buckets_by_id(version: curate.Version) -> dict[str, int]:
+    table = version.to_arrow()
+    return dict(zip(table.column("id").to_pylist(), table.column("classifier_bucket").to_pylist(),
+                    strict=True))  # fmt: skip
