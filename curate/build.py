@@ -170,8 +170,9 @@ class Build:
     engine: Engine
     progress: ProgressFn
     known_hashes: list[str] | None = None
-    excluded: tuple[str, ...] = ()  # ids `curate forget` removed, dropped at the writer
+    excluded: tuple[str, ...] = ()  # ids `curate forget` removed (curate.excluded_rows)
     forgotten: Exclusions | None = None  # the dataset's exclusions, for the manifest
+    excluded_lines: frozenset[tuple[str, int]] = frozenset()  # quarantined records unlisted
     staging_folder: Folder | None = field(default=None, init=False)  # held open while building
 
     def run(self) -> Version:
@@ -287,6 +288,7 @@ class Build:
                 split=r.split,
                 stop_early=r.on_error_policy.mode == "quarantine" and r.on_error_policy.stop_early,
                 excluded=self.excluded,
+                excluded_lines=self.excluded_lines,
             ),
         )
 
@@ -424,7 +426,8 @@ class Build:
     def _forgotten(self, result: JobResult) -> dict[str, object] | None:
         if not self.forgotten:
             return None
-        return self.forgotten.record(sum(rec.forgotten for rs in result.records for rec in rs))
+        dropped = sum(rec.forgotten for rs in result.records for rec in rs)
+        return self.forgotten.record(dropped, sum(rec.unlisted for rec in result.records[0]))
 
     def _statistics(self, job: Job, result: JobResult) -> StatisticsFile | None:
         """Write the version's statistics.json (unless the recipe turned them off)."""

@@ -232,7 +232,8 @@ def forget(
                             progress=no_progress if quiet else StderrProgress(),
                             workers=workers)  # fmt: skip
     version = done.version
-    click.echo(f"forgot {done.found} documents ({done.added} new): "
+    lines = f" and {done.lines} quarantined record(s)" if done.lines else ""
+    click.echo(f"forgot {done.found} documents ({done.added} new){lines}: "
                f"{version.dataset} {version.name} at {version.path}")  # fmt: skip
 
 

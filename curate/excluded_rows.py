@@ -40,7 +40,7 @@ from typing import TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.io.batches import ID
+from curate.io.batches import ID, QuarantineRecord
 from curate.staging.names import Staging
 
 Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
@@ -80,3 +80,14 @@ def forgot_before(staging: Staging, k: int, partition: str, excluded: tuple[str,
         if path.exists() and json.loads(path.read_text()).get("forgotten"):
             return True
     return False
+
+
+def listed(
+    records: list[QuarantineRecord], excluded: frozenset[tuple[str, int]]
+) -> tuple[list[QuarantineRecord], int]:
+    """The quarantined records a quarantine file lists, less those `curate forget` took (by
+    input name and line offset: `curate.forget.quarantined`), and how many went."""
+    if not excluded:
+        return records, 0
+    kept = [r for r in records if r.offset is None or (r.file, r.offset) not in excluded]
+    return kept, len(records) - len(kept)

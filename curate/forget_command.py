@@ -3,9 +3,11 @@
 The documents are found by reading the recipe's inputs as a run reads them (the ids a
 run gives, the text it reads): by id (`--ids FILE`, one per line), by input (`--source
 GLOB`, matched against the input's name and path) or by a pattern in their text
-(`--match REGEX`). What is recorded is their text hashes (and ids, with an `id_field`),
-never the text or the pattern (`curate.forget.exclusions`); then the recipe runs
-(`curate.runner.run`), under the fingerprint its next run computes too.
+(`--match REGEX`), and the quarantined records of those inputs, or whose line the pattern
+finds (`curate.forget.quarantined`). What is recorded is their text hashes (and ids, with
+an `id_field`; a quarantined record's line hash), never the text or the pattern
+(`curate.forget.exclusions`); then the recipe runs (`curate.runner.run`), under the
+fingerprint its next run computes too.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from pathlib import Path
 from curate.engines.job import ProgressFn
 from curate.errors import CurateError
 from curate.forget.exclusions import Exclusions
-from curate.forget.resolve import stat_of
+from curate.forget.quarantined import lines_of, raw_hash
+from curate.forget.resolve import entry
 from curate.forget.scan import documents
+from curate.io.batches import QuarantineRecord
 from curate.io.inputs import InputFile, discover_inputs
 from curate.recipe import Recipe
 from curate.store import Store
@@ -43,6 +47,17 @@ class Selection:
             return [hit] * len(doc_ids)
         assert self.match is not None
         return [self.match.search(t) is not None for t in texts]
+
+    def chosen_lines(self, f: InputFile, lines: list[bytes | None]) -> list[bool]:
+        """Which quarantined records' lines are selected (`curate.forget.quarantined`): every
+        one of a selected input, or those the pattern finds in; none by id (they have none)."""
+        if self.source is not None:
+            hits = self.chosen(f, [""] * len(lines), [])
+            return [hit and line is not None for hit, line in zip(hits, lines, strict=True)]
+        if self.match is None:
+            return [False] * len(lines)
+        return [line is not None and self.match.search(line.decode("utf-8", "replace")) is not None
+                for line in lines]  # fmt: skip
 
 
 def selection(ids_file: Path | None, source: str | None, match: str | None) -> Selection:
@@ -86,6 +101,7 @@ class Forgotten:
     version: Version
     found: int  # documents the request selected
     added: int  # of those, not already forgotten
+    lines: int = 0  # quarantined records it selected (their lines hold the data)
 
 
 def forget(
@@ -106,26 +122,27 @@ def forget(
         store = Store(recipe.output_root(), recipe.name, dir_mode=int(recipe.output.dir_mode, 8),
                       file_mode=int(recipe.output.file_mode, 8))  # fmt: skip
         exclusions = Exclusions.load(store)
-        found = _find(recipe, files, chosen, exclusions)
-        if not found:
+        found, lines = _find(recipe, files, chosen, exclusions)
+        if not found and not lines:
             raise CurateError(f"forget: no document of {recipe.name}'s inputs is selected")
         if chosen.ids is not None:
             missing = len(chosen.ids - {i for _, i, _ in found})
             if missing:
                 log.warning("forget: %d of the ids given are in no input", missing)
         explicit = recipe.id_field is not None
-        added = exclusions.add({(h, i if explicit else None) for _, i, h in found}, reason)
+        added = exclusions.add({(h, i if explicit else None) for _, i, h in found}, reason, lines)
         store.ensure()
         exclusions.save(store)  # first: a build that fails still leaves them forgotten
         version = run(recipe, progress=progress, workers=workers)
-    return Forgotten(version, len(found), added)
+    return Forgotten(version, len(found), added, len(lines))
 
 
 def _find(
     recipe: Recipe, files: list[InputFile], chosen: Selection, exclusions: Exclusions
-) -> list[tuple[str, str, str]]:
-    """(input, id, hash) of the documents selected; every input's excluded ids (these and
-    the earlier ones) are resolved on the way, the inputs being read anyway."""
+) -> tuple[list[tuple[str, str, str]], set[str]]:
+    """(input, id, hash) of the documents selected, and the hashes of the quarantined lines
+    selected; every input's excluded ids and lines (these and the earlier ones) are resolved
+    on the way, the inputs being read anyway."""
     by_name = {f.name: f for f in files}
     hashes, ids = exclusions.hashes, exclusions.ids
     picked: list[tuple[str, str, str]] = []
@@ -139,7 +156,30 @@ def _find(
         return [n or h in hashes or i in ids for i, h, n in zip(doc_ids, digests, new,
                                                                   strict=True)]  # fmt: skip
 
-    for name, doc_id, _ in documents(recipe, files, wanted):
+    picked_lines: set[str] = set()
+    offsets: dict[str, set[int]] = {}
+    unkeyed = 0
+
+    def quarantined(f: InputFile, records: list[QuarantineRecord]) -> None:
+        nonlocal unkeyed
+        raw = lines_of(f, records)
+        for r, line, new in zip(records, raw, chosen.chosen_lines(f, raw), strict=True):
+            if line is None or r.offset is None:
+                unkeyed += chosen.source is not None and chosen.chosen(f, [""], [])[0]
+                continue
+            h = raw_hash(line)
+            if new:
+                picked_lines.add(h)
+            if new or h in exclusions.quarantined:
+                offsets.setdefault(f.name, set()).add(r.offset)
+
+    for name, doc_id, _ in documents(recipe, files, wanted, quarantined):
         resolved[name].add(doc_id)
-    exclusions.resolved = {f.name: {**stat_of(f), "ids": sorted(resolved[f.name])} for f in files}
-    return picked
+    if unkeyed:
+        log.warning(
+            "forget: %d quarantined record(s) of the selected inputs have no line of bytes "
+            "to key them by (not JSONL): quarantine/ still lists them",
+            unkeyed,
+        )
+    exclusions.resolved = {f.name: entry(f, resolved[f.name], offsets.get(f.name)) for f in files}
+    return picked, picked_lines

@@ -26,7 +26,7 @@ from curate.engines.job import ProgressFn
 from curate.errors import CurateError, DiskFull
 from curate.fingerprint import base_payload, cached_content_hashes, fingerprint_of, input_identity
 from curate.forget.exclusions import Exclusions
-from curate.forget.resolve import excluded_ids
+from curate.forget.resolve import excluded_ids, excluded_lines
 from curate.io.batches import FieldSpec
 from curate.io.inputs import InputFile, check_contents, discover_inputs
 from curate.reading import check_inputs
@@ -138,6 +138,7 @@ class RecipeRun:
             build = Build(
                 recipe, self.files, self.stages, fp, store, engine, self.progress, self.hashes,
                 tuple(sorted(excluded)), self.exclusions,
+                excluded_lines(self.exclusions, self.files),
             )  # fmt: skip
             try:
                 version = build.run()

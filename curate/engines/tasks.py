@@ -33,7 +33,7 @@ from curate.engines.segments import SegmentWriter
 from curate.engines.staged_rows import staged_rows, unfiltered_rows
 from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
-from curate.excluded_rows import forgot_before, without
+from curate.excluded_rows import forgot_before, listed, without
 from curate.io.batches import (
     ID,
     ORDER,
@@ -108,6 +108,7 @@ class RunSettings:
     split: SplitSpec | None = None  # held-out splits, decided per document at shard writing
     stop_early: bool = False  # fail when every record of a partition lacks the same field
     excluded: tuple[str, ...] = ()  # ids `curate forget` removed (sorted): never written
+    excluded_lines: frozenset[tuple[str, int]] = frozenset()  # quarantined: never listed
 
 
 @dataclass
@@ -263,7 +264,9 @@ class PartitionRun:
                 if i < skip:
                     continue  # done before the interruption; its side outputs are on disk
                 if self.keeper is not None and (
-                    self.lost or _holds_excluded(batch, self.settings.excluded)
+                    self.lost
+                    or _holds_excluded(batch, self.settings.excluded)
+                    or listed(quarantined, self.settings.excluded_lines)[1]
                 ):
                     self.keeper.abort()  # its text would be in the entries (curate.forget)
                     self.keeper = None
@@ -549,11 +552,14 @@ class PartitionRun:
                 write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()
             )
         if self.quarantined:
-            path = staging.quarantine(k, p, self.flushes)
-            table = quarantine_table(self.quarantined)
-            files.quarantine.append(
-                write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()
-            )
+            shown, unlisted = listed(self.quarantined, run.excluded_lines)  # (curate.forget)
+            if shown:
+                path = staging.quarantine(k, p, self.flushes)
+                table = quarantine_table(shown)
+                files.quarantine.append(
+                    write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()
+                )
+            self.record.unlisted += unlisted
             self.record.quarantined += len(self.quarantined)
             tally(self.record, self.quarantined)
             self.record.quarantined_bytes += sum(q.nbytes for q in self.quarantined)

@@ -6,16 +6,21 @@
   the reader reads it (`text_hash`), `id` its id when the recipe names an `id_field` (a
   derived id shifts when a line is inserted, so it is no key), else null.
 - `reasons`: each request's reason, the documents it added and when.
-- `resolved`: per input name, the ids of excluded documents found in it, with the input's
-  path, size and mtime when read: valid while they are unchanged (`curate.forget.resolve`).
+- `quarantined`: the xxh3-128 of each forgotten quarantined record's line
+  (`curate.forget.quarantined`): no document, but its line holds their data.
+- `resolved`: per input name, the ids of excluded documents found in it (and the offsets of
+  its forgotten quarantined lines), with the input's path, size and mtime when read: valid
+  while they are unchanged (`curate.forget.resolve`).
 
-The fingerprint covers `digest()`: the documents only, so re-resolving ids changes nothing.
+The fingerprint covers `digest()`: the documents (and quarantined lines) only, so
+re-resolving ids changes nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -39,6 +44,7 @@ class Exclusions:
     documents: set[tuple[str, str | None]] = field(default_factory=set)
     reasons: list[dict[str, Any]] = field(default_factory=list)
     resolved: dict[str, dict[str, Any]] = field(default_factory=dict)
+    quarantined: set[str] = field(default_factory=set)
 
     @classmethod
     def load(cls, store: Store) -> Exclusions:
@@ -52,7 +58,8 @@ class Exclusions:
                 raise ValueError(f"format {data.get('format')!r}")
             documents = {(str(d["hash"]), d["id"] if d["id"] is None else str(d["id"]))
                          for d in data["documents"]}  # fmt: skip
-            return cls(documents, list(data["reasons"]), dict(data.get("resolved") or {}))
+            return cls(documents, list(data["reasons"]), dict(data.get("resolved") or {}),
+                       {str(h) for h in data.get("quarantined") or ()})  # fmt: skip
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CurateError(
                 f"{where}: not an exclusions file curate can read ({exc}); the documents it "
@@ -66,10 +73,12 @@ class Exclusions:
             "reasons": self.reasons,
             "resolved": dict(sorted(self.resolved.items())),
         }
+        if self.quarantined:
+            data["quarantined"] = sorted(self.quarantined)
         store.save_own(FOLDER, NAME, json.dumps(data, indent=1, sort_keys=True) + "\n")
 
     def __bool__(self) -> bool:
-        return bool(self.documents)
+        return bool(self.documents or self.quarantined)
 
     @property
     def hashes(self) -> frozenset[str]:
@@ -82,20 +91,34 @@ class Exclusions:
 
     def digest(self) -> str:
         """What the fingerprint covers: the forgotten documents, not how they were found."""
-        blob = json.dumps(sorted(self.documents, key=_order), separators=(",", ":"))
+        documents: Any = sorted(self.documents, key=_order)
+        if self.quarantined:  # (without any, the digest of earlier exclusion files)
+            documents = {"documents": documents, "quarantined": sorted(self.quarantined)}
+        blob = json.dumps(documents, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()
 
-    def add(self, found: set[tuple[str, str | None]], reason: str) -> int:
-        """Record a request; the number of documents it adds."""
+    def add(
+        self, found: set[tuple[str, str | None]], reason: str, lines: AbstractSet[str] = frozenset()
+    ) -> int:
+        """Record a request (documents, and quarantined lines); the documents it adds."""
         new = found - self.documents
+        new_lines = set(lines) - self.quarantined
         self.documents |= new
-        self.reasons.append({"reason": reason, "documents": len(new),
-                             "at": datetime.now(UTC).isoformat(timespec="seconds")})  # fmt: skip
+        self.quarantined |= new_lines
+        request = {"reason": reason, "documents": len(new),
+                   "at": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
+        if new_lines:
+            request["quarantined"] = len(new_lines)
+        self.reasons.append(request)
         return len(new)
 
-    def record(self, dropped: int) -> dict[str, Any]:
-        """What a version's manifest says (`forgotten`): the requests and what they removed."""
-        return {"documents": len(self.documents), "dropped": dropped, "reasons": self.reasons}
+    def record(self, dropped: int, unlisted: int = 0) -> dict[str, Any]:
+        """What a version's manifest says (`forgotten`): the requests and what they removed
+        (`unlisted`: quarantined records no quarantine file lists)."""
+        out = {"documents": len(self.documents), "dropped": dropped, "reasons": self.reasons}
+        if self.quarantined:
+            out |= {"quarantined": len(self.quarantined), "unlisted": unlisted}
+        return out
 
 
 def _order(pair: tuple[str, str | None]) -> tuple[str, str]:

@@ -2,8 +2,9 @@
 
 An input read when the ids were last resolved, and unchanged since (path, size, mtime),
 keeps the ids found then; any other (changed, or new) is read once by the driver and its
-records whose text hash, or explicit id, is excluded are found by their current ids. The
-resolved ids are saved back, so the next build reads nothing again.
+records whose text hash, or explicit id, is excluded are found by their current ids (and
+its quarantined records whose line is forgotten, by their offsets). The resolved ids are
+saved back, so the next build reads nothing again.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from curate.forget.exclusions import Exclusions
+from curate.forget.quarantined import Position, lines_of, raw_hash
 from curate.forget.scan import documents
+from curate.io.batches import QuarantineRecord
 from curate.io.inputs import InputFile
 from curate.recipe import Recipe
 from curate.store import Store
@@ -33,9 +36,9 @@ def excluded_ids(
     stale = [f for f in files if not _current(exclusions.resolved.get(f.name), f)]
     if stale:
         log.info("forget: reading %d changed input(s) for excluded documents", len(stale))
-        found = resolve(exclusions, recipe, stale)
+        found, lines = resolve(exclusions, recipe, stale)
         for f in stale:
-            exclusions.resolved[f.name] = {**stat_of(f), "ids": sorted(found.get(f.name, ()))}
+            exclusions.resolved[f.name] = entry(f, found.get(f.name, set()), lines.get(f.name))
         if store is not None:
             exclusions.save(store)
     ids = set(exclusions.ids)
@@ -44,19 +47,46 @@ def excluded_ids(
     return frozenset(ids)
 
 
+def entry(f: InputFile, ids: set[str], lines: set[int] | None) -> dict[str, Any]:
+    """What `resolved` holds of one input."""
+    out = {**stat_of(f), "ids": sorted(ids)}
+    if lines:
+        out["quarantined"] = sorted(lines)
+    return out
+
+
+def excluded_lines(exclusions: Exclusions, files: Sequence[InputFile]) -> frozenset[Position]:
+    """The forgotten quarantined records, by (input name, offset), as `excluded_ids` resolved
+    them (call it first)."""
+    out = set()
+    for f in files:
+        for offset in exclusions.resolved.get(f.name, {}).get("quarantined", ()):
+            out.add((f.name, int(offset)))
+    return frozenset(out)
+
+
 def resolve(
     exclusions: Exclusions, recipe: Recipe, files: Sequence[InputFile]
-) -> dict[str, set[str]]:
-    """Input name -> ids of its excluded documents."""
+) -> tuple[dict[str, set[str]], dict[str, set[int]]]:
+    """Input name -> ids of its excluded documents; and -> offsets of its forgotten
+    quarantined lines."""
     hashes, ids = exclusions.hashes, exclusions.ids
 
     def wanted(name: str, doc_ids: list[str], texts: list[str], digests: list[str]) -> list[bool]:
         return [h in hashes or i in ids for i, h in zip(doc_ids, digests, strict=True)]
 
+    lines: dict[str, set[int]] = {}
+
+    def seen(f: InputFile, records: list[QuarantineRecord]) -> None:
+        for r, raw in zip(records, lines_of(f, records), strict=True):
+            if raw is not None and r.offset is not None and raw_hash(raw) in exclusions.quarantined:
+                lines.setdefault(f.name, set()).add(r.offset)
+
     out: dict[str, set[str]] = {}
-    for name, doc_id, _ in documents(recipe, files, wanted):
+    quarantined = seen if exclusions.quarantined else None
+    for name, doc_id, _ in documents(recipe, files, wanted, quarantined):
         out.setdefault(name, set()).add(doc_id)
-    return out
+    return out, lines
 
 
 def _current(entry: dict[str, Any] | None, f: InputFile) -> bool:

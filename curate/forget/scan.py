@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Sequence
 import pyarrow as pa
 
 from curate.forget.exclusions import text_hash
-from curate.io.batches import ID, TEXT, FieldSpec
+from curate.io.batches import ID, TEXT, FieldSpec, QuarantineRecord
 from curate.io.inputs import InputFile
 from curate.io.partitions import plan_partitions
 from curate.reading import read_partition
@@ -23,9 +23,15 @@ from curate.recipe import Recipe
 Wanted = Callable[[str, list[str], list[str], list[str]], list[bool]]
 """(input name, ids, texts, text hashes) -> which of these documents are wanted."""
 
+Quarantined = Callable[[InputFile, list[QuarantineRecord]], None]
+"""Told each chunk's quarantined records (`curate.forget.quarantined`)."""
+
 
 def documents(
-    recipe: Recipe, files: Sequence[InputFile], wanted: Wanted
+    recipe: Recipe,
+    files: Sequence[InputFile],
+    wanted: Wanted,
+    quarantined: Quarantined | None = None,
 ) -> Iterator[tuple[str, str, str]]:
     """(input name, id, text hash) of every wanted document, inputs in order."""
     fields = FieldSpec(recipe.text_field, recipe.id_field, {}, chat=recipe.chat)
@@ -35,6 +41,8 @@ def documents(
                                     batch_bytes=recipe.batch_size,
                                     max_document_bytes=recipe.max_document_bytes):  # fmt: skip
             batch = chunk.batch
+            if quarantined is not None and chunk.quarantined:
+                quarantined(part.input, chunk.quarantined)
             if batch.num_rows == 0:
                 continue
             ids = [str(i) for i in batch.column(ID).to_pylist()]

@@ -4,7 +4,9 @@ what curate knows of outside it.
 Looked at by id (the ids the dataset's exclusions resolve to in the inputs as they are,
 `curate.forget.resolve`, and the explicit ids): in each version, its shards (`id`, or a
 packed row's `doc_ids`), lineage, rejected rows and examples (by `key`, the id's hash);
-in the stage cache, every entry's Arrow files with an `id` column; exports under the root
+in the stage cache, every entry's Arrow files with an `id` column; quarantine listings (and
+their cache entries) naming a forgotten quarantined record's line by file and offset
+(`curate.forget.quarantined`); exports under the root
 made from an affected version, and live mixtures drawing from one. Outside the root: the
 inputs that hold them (curate never changes an input). Nothing read is printed but paths
 and counts.
@@ -60,21 +62,28 @@ def forgotten_ids(store: Store) -> tuple[Exclusions, tuple[str, ...]]:
     return exclusions, tuple(sorted(ids))
 
 
+def forgotten_lines(exclusions: Exclusions) -> frozenset[tuple[str, int]]:
+    """The forgotten quarantined records, by (input name, offset), as last resolved."""
+    return frozenset((name, int(o)) for name, entry in exclusions.resolved.items()
+                     for o in entry.get("quarantined", ()))  # fmt: skip
+
+
 def holders(dataset: Path) -> list[Holder]:
     store = store_of(dataset)
     exclusions, ids = forgotten_ids(store)
     keys = tuple(sorted(key_of(i) for i in ids))
+    lines = forgotten_lines(exclusions)
     found: list[Holder] = []
     for name in sorted(store.versions(), key=lambda n: int(n[1:]) if n[1:].isdigit() else 0):
         folder = store.path / name
         for path in sorted(p for p in folder.rglob("*.arrow") if p.is_file()):
-            n = _count(path, ids, keys)
+            n = _count(path, ids, keys, lines)
             if n:
                 found.append(Holder(path, "version", n, name))
     cache = store.path / ".cache" / "stages"
     if cache.is_dir() and not cache.is_symlink():
         for path in sorted(p for p in cache.rglob("*.arrow") if p.is_file()):
-            n = _count(path, ids, keys)
+            n = _count(path, ids, keys, lines)
             if n:
                 owner = path.parent.relative_to(cache).as_posix()
                 found.append(Holder(path, "cache", n, owner))
@@ -85,8 +94,9 @@ def holders(dataset: Path) -> list[Holder]:
     for export in _exports(store.root, affected):
         found.append(Holder(export, "export", 0))
     for name, entry in sorted(exclusions.resolved.items()):
-        if entry.get("ids") and os.path.exists(entry.get("path", "")):
-            found.append(Holder(Path(entry["path"]), "input", len(entry["ids"]), name))
+        n = len(entry.get("ids", ())) + len(entry.get("quarantined", ()))
+        if n and os.path.exists(entry.get("path", "")):
+            found.append(Holder(Path(entry["path"]), "input", n, name))
     return found
 
 
@@ -102,11 +112,22 @@ def _exports(root: Path, affected: set[str]) -> Iterator[Path]:
             yield record.parent
 
 
-def _count(path: Path, ids: tuple[str, ...], keys: tuple[str, ...]) -> int:
+def _count(
+    path: Path,
+    ids: tuple[str, ...],
+    keys: tuple[str, ...],
+    lines: frozenset[tuple[str, int]] = frozenset(),
+) -> int:
     table = _read(path)
-    if table is None or not ids:
+    if table is None or not (ids or lines):
         return 0
     names = table.schema.names
+    if {"file", "offset", "reason"} <= set(names):  # a quarantine listing (or its cache entry)
+        where = zip(table.column("file").to_pylist(), table.column("offset").to_pylist(),
+                    strict=True)  # fmt: skip
+        return sum((f, o) in lines for f, o in where)
+    if not ids:
+        return 0
     found: set[str] = set()  # distinct documents (a packed one may span rows)
     if "doc_ids" in names:
         flat = pa.table({"id": pc.list_flatten(table.column("doc_ids"))})

@@ -93,6 +93,7 @@ class PartitionRecord:
     cache: dict[str, Any] | None = None  # what the pass took from the stage cache (`reused`)
     rows_from: dict[str, Any] | None = None  # rows not staged: where they are (`staged_rows`)
     forgotten: int = 0  # documents `curate forget` removed, dropped in this pass
+    unlisted: int = 0  # quarantined records `curate forget` removed from the listing
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -115,6 +116,7 @@ class PartitionRecord:
             "cache": self.cache,
             "rows_from": self.rows_from,
             "forgotten": self.forgotten or None,
+            "unlisted": self.unlisted or None,
         }
         return data | {key: value for key, value in optional.items() if value is not None}
 
@@ -138,6 +140,7 @@ class PartitionRecord:
             cache=data.get("cache"),
             rows_from=data.get("rows_from"),
             forgotten=data.get("forgotten") or 0,
+            unlisted=data.get("unlisted") or 0,
         )
 
 
