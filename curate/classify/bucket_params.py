@@ -47,6 +47,12 @@ class BucketParams(ScoringParams):
     weight_field: str | None = Field(
         None, description="weight: field: the integer column weighing each document."
     )
+    bucket_by: Literal["combined", "each"] = Field(
+        "combined",
+        description="Several models: bucket their combined score (`combine`), or each "
+        "model's score on its own, a document taking the highest of its buckets "
+        "(Nemotron-CC's ensemble).",
+    )
     min_bucket: int | None = Field(
         None, ge=1, description="Drop the documents of the buckets below this one."
     )

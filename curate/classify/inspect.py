@@ -58,6 +58,16 @@ class ScoreReport:
         return "\n".join(lines)
 
 
+@dataclass
+class ScoreReports:
+    """Several scores' reports (a classifier bucketing each model's score on its own)."""
+
+    reports: list[ScoreReport]
+
+    def __str__(self) -> str:
+        return "\n\n".join(str(r) for r in self.reports)
+
+
 def score_report(
     column: str,
     scores: np.ndarray,

@@ -24,7 +24,7 @@ edges are the same whatever the pieces, the engine or the worker count.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -57,30 +57,43 @@ def key_scores(keys: np.ndarray) -> np.ndarray:
     return bits.view(np.float32)
 
 
-def _keys_weights(piece: pa.Table) -> tuple[np.ndarray, np.ndarray]:
-    keys = piece.column(KEY).to_numpy().astype(np.uint32)
+Rule: TypeAlias = list[tuple[str, np.ndarray | None]]
+"""How a row's bucket is found: for each key column, its edges (None: none); the bucket is
+the highest of the buckets its keys fall in (one pair for a combined score; one per model
+for `bucket_by: each`, Nemotron-CC's ensemble)."""
+
+
+def key_column(i: int | None) -> str:
+    """The summary's key column of model i's score (None: of the judged score)."""
+    return KEY if i is None else f"{KEY}_{i}"
+
+
+def _keys_weights(piece: pa.Table, key: str = KEY) -> tuple[np.ndarray, np.ndarray]:
+    keys = piece.column(key).to_numpy().astype(np.uint32)
     weights = piece.column(WEIGHT).to_numpy().astype(np.int64)
     return keys, weights
 
 
-def high_weights(piece: pa.Table) -> tuple[np.ndarray, np.ndarray, int]:
+def high_weights(piece: pa.Table, key: str) -> tuple[np.ndarray, np.ndarray, int]:
     """The piece's weight per upper-16-bit bin of the key (bins holding a document), and
     its documents."""
     if piece.num_rows == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
-    keys, weights = _keys_weights(piece)
+    keys, weights = _keys_weights(piece, key)
     bins, at = np.unique(keys >> 16, return_inverse=True)
     sums = np.zeros(len(bins), np.int64)
     np.add.at(sums, at, weights)
     return bins.astype(np.int64), sums, piece.num_rows
 
 
-def low_weights(piece: pa.Table, highs: list[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+def low_weights(
+    piece: pa.Table, highs: list[int], key: str
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """For each upper bin in `highs`: the piece's weight per lower-16-bit value in it."""
     out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     if piece.num_rows == 0:
         return out
-    keys, weights = _keys_weights(piece)
+    keys, weights = _keys_weights(piece, key)
     upper = keys >> 16
     for high in highs:
         inside = upper == high
@@ -93,12 +106,14 @@ def low_weights(piece: pa.Table, highs: list[int]) -> dict[int, tuple[np.ndarray
     return out
 
 
-def find_edges(rows: Frame, cuts: list[float]) -> tuple[np.ndarray | None, int, int]:
-    """The edge keys of `cuts` (percent) over `rows` (`KEY`, `WEIGHT`), the total weight
+def find_edges(
+    rows: Frame, cuts: list[float], key: str = KEY
+) -> tuple[np.ndarray | None, int, int]:
+    """The edge keys of `cuts` (percent) over `rows` (`key`, `WEIGHT`), the total weight
     and the documents; None for the edges when nothing weighs anything."""
     hist = np.zeros(HALF, np.int64)
     documents = 0
-    for bins, sums, n in rows.fold(high_weights):
+    for bins, sums, n in rows.fold(high_weights, key):
         np.add.at(hist, bins, sums)
         documents += n
     total = int(hist.sum())
@@ -109,7 +124,7 @@ def find_edges(rows: Frame, cuts: list[float]) -> tuple[np.ndarray | None, int, 
     highs = np.searchsorted(through, targets, side="left")  # first bin reaching the target
     wanted = sorted({int(h) for h in highs})
     lows: dict[int, np.ndarray] = {h: np.zeros(HALF, np.int64) for h in wanted}
-    for found in rows.fold(low_weights, wanted):
+    for found in rows.fold(low_weights, wanted, key):
         for high, (values, sums) in found.items():
             np.add.at(lows[high], values, sums)
     edges = np.zeros(len(cuts), np.uint32)
@@ -127,12 +142,18 @@ def buckets_of(keys: np.ndarray, edges: np.ndarray | None) -> np.ndarray:
     return np.searchsorted(edges, np.asarray(keys, np.uint32), side="left").astype(np.int32)
 
 
-def bucket_counts(piece: pa.Table, edges: np.ndarray | None, n: int) -> tuple[Any, Any]:
+def piece_buckets(piece: pa.Table, rule: Rule) -> np.ndarray:
+    """Each row's bucket under `rule`: the highest of its keys' buckets."""
+    found = [buckets_of(piece.column(key).to_numpy(), edges) for key, edges in rule]
+    return np.maximum.reduce(found) if len(found) > 1 else found[0]
+
+
+def bucket_counts(piece: pa.Table, rule: Rule, n: int) -> tuple[Any, Any]:
     """Documents and weight per bucket in this piece (n buckets)."""
     if piece.num_rows == 0:
         return np.zeros(n, np.int64), np.zeros(n, np.int64)
-    keys, weights = _keys_weights(piece)
-    b = buckets_of(keys, edges)
+    weights = piece.column(WEIGHT).to_numpy().astype(np.int64)
+    b = piece_buckets(piece, rule)
     docs = np.bincount(b, minlength=n).astype(np.int64)
     weight = np.zeros(n, np.int64)
     np.add.at(weight, b, weights)
@@ -141,7 +162,7 @@ def bucket_counts(piece: pa.Table, edges: np.ndarray | None, n: int) -> tuple[An
 
 def decision_rows(
     piece: pa.Table,
-    edges: np.ndarray | None,
+    rule: Rule,
     min_bucket: int | None,
     bucket_column: str | None,
     carried: list[str],
@@ -154,7 +175,7 @@ def decision_rows(
     if piece.num_rows == 0:
         return schema.empty_table()
     n = piece.num_rows
-    b = buckets_of(piece.column(KEY).to_numpy(), edges)
+    b = piece_buckets(piece, rule)
     reasons: list[str | None] = [None] * n
     if min_bucket is not None:
         for i in np.flatnonzero(b < min_bucket).tolist():

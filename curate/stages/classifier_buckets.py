@@ -49,7 +49,7 @@ import pyarrow.compute as pc
 from curate.classify import percentiles as pct
 from curate.classify.bucket_params import BucketParams
 from curate.classify.hf_model import config_labels
-from curate.classify.inspect import ScoreReport, bucket_report
+from curate.classify.inspect import ScoreReport, ScoreReports, bucket_report
 from curate.classify.params import ClassifierParams, combined
 from curate.collective.frame import Frame, Summaries
 from curate.errors import CurateError
@@ -171,6 +171,9 @@ class ClassifierBuckets(BarrierStage[BucketParams]):
         judged = combined([np.asarray(s, np.float32) for s in scores], p.combine)
         if len(p.models) > 1:
             basis = basis.append_column(p.column, pa.array(judged, pa.float32()))
+        for i, s in enumerate(scores if p.bucket_by == "each" and len(scores) > 1 else []):
+            keys = pct.score_keys(np.asarray(s, np.float32))
+            basis = basis.append_column(pct.key_column(i), pa.array(keys, pa.uint32()))
         return basis.append_column(pct.KEY, pa.array(pct.score_keys(judged), pa.uint32()))
 
     def summarize(self, batch: pa.RecordBatch) -> pa.RecordBatch:
@@ -181,39 +184,55 @@ class ClassifierBuckets(BarrierStage[BucketParams]):
     def decide(self, summaries: Summaries) -> Frame:
         return self.decide_with_stats(summaries)[0]
 
+    def judged(self) -> list[tuple[str, str]]:
+        """What is bucketed: (score column, key column) of the combined score, or of each
+        model's score (`bucket_by: each`)."""
+        p = self.params
+        if p.bucket_by == "each" and len(p.models) > 1:
+            return [(f"{m.column_prefix}_score", pct.key_column(i)) for i, m in enumerate(p.models)]
+        return [(p.score_column(), pct.KEY)]
+
     def decide_with_stats(self, summaries: Summaries) -> tuple[Frame, dict[str, Any]]:
         p = self.params
         cuts = p.cuts()
         n = p.bucket_count()
-        column = p.score_column()
-        step(f"percentile edges of {column}: {len(cuts)} cuts")
-        keyed = summaries.rows([pct.KEY, pct.WEIGHT])
-        edges, total, documents = pct.find_edges(keyed, cuts)
+        judged = self.judged()
+        rule: pct.Rule = []
+        edges_by: dict[str, list[float] | None] = {}
+        total = documents = 0
+        for column, key in judged:
+            step(f"percentile edges of {column}: {len(cuts)} cuts")
+            edges, total, documents = pct.find_edges(summaries.rows([key, pct.WEIGHT]), cuts, key)
+            rule.append((key, edges))
+            edges_by[column] = (
+                [float(v) for v in pct.key_scores(edges)] if edges is not None else None
+            )
+        keys = [key for _, key in judged]
         docs = np.zeros(n, np.int64)
         weight = np.zeros(n, np.int64)
-        for d, w in keyed.fold(pct.bucket_counts, edges, n):
+        for d, w in summaries.rows([*keys, pct.WEIGHT]).fold(pct.bucket_counts, rule, n):
             docs += d
             weight += w
-        scores = [float(v) for v in pct.key_scores(edges)] if edges is not None else None
         step(f"bucketing {documents:,} documents")
-        rows = summaries.rows([ID, ORDER, *self.carried, pct.KEY])
-        decision = rows.map(pct.decision_rows, edges, p.min_bucket, p.bucket_column,
+        rows = summaries.rows([ID, ORDER, *self.carried, *keys])
+        decision = rows.map(pct.decision_rows, rule, p.min_bucket, p.bucket_column,
                             self.carried, self.name, self.decision_schema())  # fmt: skip
         stats: dict[str, Any] = {
             "documents_scored": documents,
             "total_weight": total,
-            "edges": scores,
+            "edges": edges_by if len(judged) > 1 else edges_by[judged[0][0]],
             "buckets": [self._bucket_record(b, int(docs[b]), int(weight[b])) for b in range(n)],
         }
         if self.context.stats:
             figures = Stats()
             scheme = REGRESSION if self._regression() else UNIT
-            marks = {f"edge_{j + 1}": s for j, s in enumerate(scores or [])}
-            figures.histogram_of_counts(
-                f"classifier_buckets/{column}",
-                summaries.rows([column]).fold(_bins, column, scheme),
-                scheme, "score", **marks,
-            )  # fmt: skip
+            for column, _ in judged:
+                marks = {f"edge_{j + 1}": e for j, e in enumerate(edges_by[column] or [])}
+                figures.histogram_of_counts(
+                    f"classifier_buckets/{column}",
+                    summaries.rows([column]).fold(_bins, column, scheme),
+                    scheme, "score", **marks,
+                )  # fmt: skip
             for b in range(n):
                 figures.count(f"classifier_buckets/bucket_{b}/documents", int(docs[b]))
                 figures.count(f"classifier_buckets/bucket_{b}/{self._unit()}", int(weight[b]))
@@ -262,22 +281,24 @@ class ClassifierBuckets(BarrierStage[BucketParams]):
 
     def score_report(
         self, batch: pa.RecordBatch, ids: list[str], texts: list[str], examples: int
-    ) -> ScoreReport:
-        """The judged score over a sample, its edges as if the sample were the corpus, and
-        the documents either side of each edge."""
+    ) -> ScoreReport | ScoreReports:
+        """The judged score (or each model's, `bucket_by: each`) over a sample, its edges as
+        if the sample were the corpus, and the documents either side of each edge."""
+        from curate.collective.local import LocalSummaries
+
         p = self.params
         basis = self.summary_basis(_with_order(batch))
         summary = self.summary_from_basis(basis)
-        scores = np.asarray(summary.column(p.score_column()).to_numpy(zero_copy_only=False),
-                            np.float32)  # fmt: skip
-        from curate.collective.local import LocalSummaries
-
-        keyed = LocalSummaries.from_tables([summary]).rows([pct.KEY, pct.WEIGHT])
-        edges, _, _ = pct.find_edges(keyed, p.cuts())
-        edge_scores = [float(v) for v in pct.key_scores(edges)] if edges is not None else []
         weights = basis.column(pct.WEIGHT).to_numpy()
-        return bucket_report(p.score_column(), scores, weights, p.cuts(), edge_scores, ids,
-                             texts, examples)  # fmt: skip
+        reports = []
+        for column, key in self.judged():
+            scores = np.asarray(summary.column(column).to_numpy(zero_copy_only=False), np.float32)
+            keyed = LocalSummaries.from_tables([summary]).rows([key, pct.WEIGHT])
+            edges, _, _ = pct.find_edges(keyed, p.cuts(), key)
+            found = [float(v) for v in pct.key_scores(edges)] if edges is not None else []
+            reports.append(bucket_report(column, scores, weights, p.cuts(), found, ids, texts,
+                                         examples))  # fmt: skip
+        return reports[0] if len(reports) == 1 else ScoreReports(reports)
 
 
 def _bins(table: pa.Table, column: str, scheme: Any) -> tuple[dict[int, int], int | None]:

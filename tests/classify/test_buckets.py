@@ -339,3 +339,54 @@ def buckets_by_id(version: curate.Version) -> dict[str, int]:
     table = version.to_arrow()
     return dict(zip(table.column("id").to_pylist(), table.column("classifier_bucket").to_pylist(),
                     strict=True))  # fmt: skip
+
+
+def test_each_models_buckets_and_the_highest_wins(model: Path, tmp_path: Path) -> None:
+    """`bucket_by: each`, Nemotron-CC's ensemble: every model's score is bucketed over the
+    corpus on its own, and a document's bucket is the highest of its models' buckets."""
+    records = data(tmp_path, 160)
+    texts = {r["id"]: r["text"] for r in records}
+    models = [{"model": str(model), "label": lab, "name": lab} for lab in ("web", "legal")]
+    recipe = write_recipe(tmp_path, stages=[{"classifier_buckets": {
+        "models": models, "buckets": 5, "bucket_by": "each", "min_bucket": 2}}],
+        output={"root": "each", "fsync": False})  # fmt: skip
+    bucketed = recipe.read_text()
+    version = curate.run(recipe)
+    table = version.to_arrow()
+    ids = table.column("id").to_pylist()
+    scores = {lab: dict(zip(ids, table.column(f"{lab}_score").to_pylist(), strict=True))
+              for lab in ("web", "legal")}  # fmt: skip
+    # the kept documents' scores, and the dropped ones' from the classifier stage
+    for lab in ("web", "legal"):
+        plain = write_recipe(tmp_path, stages=[{"classifier": {"models": [
+            {"model": str(model), "label": lab, "name": lab}]}}],
+            output={"root": f"plain-{lab}", "fsync": False})  # fmt: skip
+        t = curate.run(plain).to_arrow()
+        every = dict(zip(t.column("id").to_pylist(), t.column(f"{lab}_score").to_pylist(),
+                         strict=True))  # fmt: skip
+        assert all(every[i] == v for i, v in scores[lab].items())
+        scores[lab] = every
+    order = sorted(texts)
+    weights = [len(texts[i]) for i in order]
+    cuts = [20.0, 40.0, 60.0, 80.0]
+    edges = {}
+    per_model = []
+    for lab in ("web", "legal"):
+        edges[f"{lab}_score"], b = reference([scores[lab][i] for i in order], weights, cuts)
+        per_model.append(b)
+    want = {i: max(a, b) for i, a, b in zip(order, *per_model, strict=True)}
+    got = dict(zip(ids, table.column("classifier_bucket").to_pylist(), strict=True))
+    assert got == {i: b for i, b in want.items() if b >= 2}
+    assert any(a != b for a, b in zip(*per_model, strict=True))  # the two models disagree
+    details = version.manifest["stages"][0]["details"]
+    assert details["edges"] == edges
+    combined = np.mean([[scores[lab][i] for lab in ("web", "legal")] for i in ids], axis=1)
+    assert np.allclose(table.column("classifier_score").to_pylist(), combined, atol=1e-7)
+    from curate.inspect_filter import inspect_filter
+
+    recipe.write_text(bucketed)  # the classifier recipes above took its place
+    report = inspect_filter(recipe, "classifier_buckets", sample=80, examples=1)
+    shown = str(report)
+    assert [r.column for r in report.scores.reports] == ["web_score", "legal_score"]
+    assert all(len(r.marks) == 4 for r in report.scores.reports)
+    assert "web_score over 80 documents" in shown and "legal_score over 80 documents" in shown
