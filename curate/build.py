@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -174,6 +174,7 @@ class Build:
     forgotten: Exclusions | None = None  # the dataset's exclusions, for the manifest
     excluded_lines: frozenset[tuple[str, int]] = frozenset()  # quarantined records unlisted
     staging_folder: Folder | None = field(default=None, init=False)  # held open while building
+    nodes: list[dict[str, Any]] = field(default_factory=list, init=False)  # engine.placement
 
     def run(self) -> Version:
         """Everything this build creates (staging, shards, side outputs, worker files) gets
@@ -228,6 +229,7 @@ class Build:
                 **result.timings,
                 "engine": round(time.perf_counter() - t_setup, 4),
             }
+            self.nodes = self.engine.placement(job)  # before publishing removes staging
             version = self._publish(job, result, hashes, started, t0, timings)
             if job.cache is not None:
                 StageCache(job.cache.spec).evict()  # down to the budget, least recently used first
@@ -391,7 +393,11 @@ class Build:
                 packing=accounting.packing_record(packing, shards, tails),
                 software=versions(accounting.library_versions(stages)),
                 host=host(),
-                engine={"kind": self.engine.kind, "workers": self.engine.workers},
+                engine={
+                    "kind": self.engine.kind,
+                    "workers": self.engine.workers,
+                    **({"nodes": self.nodes} if self.nodes else {}),
+                },
                 timings={**timings, "total": round(time.perf_counter() - t0, 4)},
                 started=started.isoformat(),
                 finished=datetime.now(UTC).isoformat(),

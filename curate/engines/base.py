@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from abc import ABC, abstractmethod
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from curate.collective.frame import Summaries
 from curate.engines.barrier_step import decide_once, split_completed
@@ -64,6 +64,11 @@ class Engine(ABC):
     def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
         """The summaries pass k's records name, held the way this engine's collective
         operations work on them."""
+
+    def placement(self, job: Job) -> list[dict[str, Any]]:
+        """After the run: per node of a cluster, the tasks it ran (the manifest's
+        `engine.nodes`); empty for an engine that runs on this machine alone."""
+        return []
 
     def user_error(self, exc: Exception) -> BaseException | None:
         """The user's own error an engine's failure carries (bad input, full disk), if any."""

@@ -20,6 +20,8 @@
     decision.json                  the barrier decided (what it reported); a rerun skips it
     decision-KKKK.arrow            the ids the barrier drops from partition K (read by pass k+1)
     collective/                    the local engine's spill while deciding (Ray's: collective-*)
+  nodes/<kind>.<node>.<id>         Ray only: a marker per task run, named by the node it
+                                   ran on (`curate.engines.ray.placement`)
   progress-<k>/KKKK                documents and bytes partition K has read in pass k so far,
                                    rewritten by its worker a few times a second (for the
                                    driver's progress line; removed when the pass ends)
@@ -84,6 +86,11 @@ class Staging:
 
     def attempts(self, k: int, partition: str) -> Path:
         return self.pass_dir(k) / f"part-{partition}.attempts"
+
+    @property
+    def nodes(self) -> Path:
+        """Ray only: where each task leaves a marker naming the node it ran on."""
+        return self.root / "nodes"
 
     def summary(self, k: int, partition: str, segment: int) -> Path:
         return self.pass_dir(k) / f"summary-{partition}-{segment:05d}.arrow"

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from curate.engines.ray.placement import note
 from curate.engines.tasks import PassTask, run_pass_task
 from curate.errors import CurateError
 
@@ -45,6 +46,7 @@ def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         partitions.append(task.partition.key)
         try:
             _count_attempt(task)
+            note(task.staging.nodes, "partition")
             records.append(json.dumps(run_pass_task(task).to_json()))
             errors.append(b"")
         except CurateError as exc:

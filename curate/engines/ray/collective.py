@@ -55,6 +55,7 @@ class Shape:
     bucket_bytes: int  # shuffled bytes each bucket task aims to hold
     map_buckets: int  # a reading task sends at most this many buckets' worth
     folder: Path  # shuffle files, on the filesystem every node mounts
+    markers: Path | None = None  # where each task notes the node it ran on (`placement`)
 
 
 class RayFrame(Frame):
@@ -65,6 +66,16 @@ class RayFrame(Frame):
 
     def _derived(self, pieces: list[Piece]) -> RayFrame:
         return RayFrame(pieces, self.partitions, self.shape)
+
+    def _call(
+        self,
+        fn: Callable[..., list[Any]],
+        args: tuple[Any, ...],
+        parts: list[Any],
+        spread: bool = False,
+    ) -> Any:
+        """One task of this decision: its one output piece, as a reference."""
+        return call(fn, args, parts, markers=self.shape.markers, spread=spread)[0]
 
     def _volume(self, row_bytes: int) -> int:
         if row_bytes:
@@ -92,18 +103,21 @@ class RayFrame(Frame):
         folder = self.shape.folder / f"shuffle-{uuid.uuid4().hex[:12]}"
         folder.mkdir(parents=True, exist_ok=True)
         written = [
-            call(scatter, (*scatter_args, folder / f"reader-{i:05d}.arrows"), group)[0]
+            self._call(
+                scatter, (*scatter_args, folder / f"reader-{i:05d}.arrows"), group, spread=True
+            )
             for i, group in enumerate(self._readers(volume))
         ]
         out: list[Piece] = [
-            call(_reduce_files, (j, *reduce_args(j)), written)[0] for j in range(buckets)
+            self._call(_reduce_files, (j, *reduce_args(j)), written, spread=True)
+            for j in range(buckets)
         ]
         ray.wait(out, num_returns=len(out), fetch_local=False)  # done with the files
         shutil.rmtree(folder, ignore_errors=True)
         return self._derived(out)
 
     def map(self, fn: PieceFn, *args: Any) -> Frame:
-        return self._derived([call(_map, (fn, args), [p])[0] for p in self.pieces])
+        return self._derived([self._call(_map, (fn, args), [p]) for p in self.pieces])
 
     def group(
         self, key: str, fn: PieceFn, *args: Any, prepare: Prepare = None, row_bytes: int = 0
@@ -137,7 +151,7 @@ class RayFrame(Frame):
         return self._shuffle(volume, n, _scatter_range, (column, n, p, prepare), bucket_args)
 
     def fold(self, fn: Callable[..., Any], *args: Any) -> list[Any]:
-        return list(ray.get([call(_fold, (fn, args), [p])[0] for p in self.pieces]))
+        return list(ray.get([self._call(_fold, (fn, args), [p]) for p in self.pieces]))
 
 
 class RaySummaries(Summaries):
@@ -151,10 +165,16 @@ class RaySummaries(Summaries):
     """Bytes of summary files a frame's piece over them names, at most (one file aside)."""
 
     def __init__(
-        self, files: list[tuple[Path, int]], cpus: int | None = None, folder: Path | None = None
+        self,
+        files: list[tuple[Path, int]],
+        cpus: int | None = None,
+        folder: Path | None = None,
+        markers: Path | None = None,
     ) -> None:
         """`files`: each summary file with the partition whose rows it holds; `folder`: where
-        shuffles write (default: beside the summaries, in the staging folder)."""
+        shuffles write (default: beside the summaries, in the staging folder); `markers`:
+        where each task notes the node it ran on (`placement`; default: nowhere)."""
+        self.markers = markers
         ordered = sorted(files, key=lambda fp: (fp[1], str(fp[0])))
         self.files = [SummaryFile(f, p) for f, p in ordered]
         self.partition = [p for _, p in ordered]
@@ -164,7 +184,7 @@ class RaySummaries(Summaries):
         self.folder = base / f"collective-{uuid.uuid4().hex[:8]}"
 
     def rows(self, columns: list[str]) -> Frame:
-        shape = Shape(self.cpus, self.bucket_bytes, self.map_buckets, self.folder)
+        shape = Shape(self.cpus, self.bucket_bytes, self.map_buckets, self.folder, self.markers)
         if not self.files:
             return RayFrame([], self.partitions, shape)
         sizes = [f.path.stat().st_size for f in self.files]

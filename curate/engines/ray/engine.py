@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import pickle
+from typing import Any
 
 import ray
 
@@ -27,6 +28,7 @@ from curate.engines.job import Job, ProgressFn
 from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
 from curate.engines.ray.collective import RaySummaries
 from curate.engines.ray.connect import init, start_local
+from curate.engines.ray.placement import tally
 from curate.engines.ray.settle import settle
 from curate.engines.tasks import PassTask
 from curate.staging.record import PartitionRecord
@@ -96,7 +98,11 @@ class RayEngine(Engine):
             progress(phase, len(records), total)
 
     def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
-        return RaySummaries(summary_files(job.staging, job.partitions, records))
+        files = summary_files(job.staging, job.partitions, records)
+        return RaySummaries(files, markers=job.staging.nodes)
+
+    def placement(self, job: Job) -> list[dict[str, Any]]:
+        return tally(job.staging.nodes)
 
     def user_error(self, exc: Exception) -> BaseException | None:
         return user_error(exc)
