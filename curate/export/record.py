@@ -5,17 +5,29 @@ manifest), the tokenizer and the BOS/EOS policy the ids were made with, the toke
 the format, each part (a split, or `data`) with its rows, tokens and files, and every
 file's size and xxh3_128. `curate verify` checks an export against it, and anything that
 must find exports of a version (erasure requests) reads `source`. Never document text.
+
+An export may be written anywhere, so the source's dataset folder also notes where each
+went (`<dataset>/.exports/<hash of the path>.json`: path, version, format; `remember`):
+`curate forget --where` reads those notes to name the exports of a version holding a
+forgotten document, wherever they are. Exports made before these notes, or moved since, are
+not known.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
+import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 EXPORT_MANIFEST = "export.json"
+KNOWN = ".exports"  # in the source's dataset folder: where its versions were exported
+
+log = logging.getLogger(__name__)
 FORMAT = "curate.export"
 FORMAT_VERSION = 1
 
@@ -78,3 +90,37 @@ def write_manifest(folder: Path, manifest: ExportManifest) -> None:
     out = HashedFile(folder, EXPORT_MANIFEST)
     out.write(text.encode("utf-8"))
     out.close()
+
+
+def remember(version: Path, target: Path, to: str) -> None:
+    """Note in `version`'s dataset folder that it was exported to `target`; a folder this
+    process may not write (a shared, read-only store) only costs the note, said in the log."""
+    from curate.store import Store
+
+    dataset = version.parent
+    note = {"path": str(target.resolve()), "version": version.name, "to": to}
+    name = hashlib.sha256(note["path"].encode()).hexdigest()[:20] + ".json"
+    try:
+        mode = os.stat(dataset).st_mode & 0o777
+        store = Store(dataset.parent, dataset.name, dir_mode=mode, file_mode=mode & 0o666)
+        store.save_own(KNOWN, name, json.dumps(note, sort_keys=True) + "\n")
+    except OSError as exc:
+        log.warning("export: could not note in %s where %s went (%s): curate forget --where "
+                    "will not name it", dataset, target, exc.strerror or exc)  # fmt: skip
+
+
+def known_exports(dataset: Path) -> list[Path]:
+    """The export folders `remember` noted for this dataset folder that still hold an
+    export manifest."""
+    folder = dataset / KNOWN
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    out = []
+    for note in sorted(folder.glob("*.json")):
+        try:
+            path = Path(json.loads(note.read_text())["path"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if (path / EXPORT_MANIFEST).is_file():
+            out.append(path)
+    return out

@@ -18,6 +18,7 @@ from curate.export.record import (
     ExportManifest,
     ExportPart,
     ExportSource,
+    remember,
     write_manifest,
 )
 from curate.export.source import Part, Source
@@ -48,6 +49,7 @@ def export(version: str | Path, to: str, out: str | Path, *, dtype: str = "auto"
             phases.mark("export_part")
         manifest = _manifest(source, to, plan, parts, files)
         write_manifest(folder, manifest)
+    remember(source.version.path, target, to)  # for erasure requests (curate forget --where)
     return manifest
 
 

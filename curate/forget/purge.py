@@ -8,7 +8,10 @@ entry holds one (entries are keyed by what they were computed from, so none can 
 rewritten in place; the next run computes them again, keeping none for a partition that
 holds a forgotten document). The latest version must hold none: `curate forget` first.
 An export under the root made from a version holding one is refused by name (it is the
-user's to delete or redo).
+user's to delete or redo). What lies outside the root (exports written elsewhere,
+`to_dataset` views) is named, not removed and not refused: the purge answers for the root;
+the versions it removed are noted (`where.remember_purged`) so `--where` keeps naming what
+was made from them.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import time
 from pathlib import Path
 
 from curate.errors import CurateError
-from curate.forget.where import by_owner, holders, store_of
+from curate.forget.where import by_owner, holders, remember_purged, store_of
 from curate.gc import Action, clear_cache, remove_named
 
 log = logging.getLogger(__name__)
@@ -51,9 +54,20 @@ def _purge(dataset: Path, dry_run: bool) -> list[Action]:
     actions = [
         Action(str(h.path), f"kept, {h.kind} of a version holding them: delete it", refused=True)
         for h in found
-        if h.kind == "export"
+        if h.kind == "export" and not h.outside
     ]
-    actions += remove_named(store.path, doomed, dry_run)
+    actions += [  # outside the root: the purge's promise is the root; these are listed
+        Action(str(h.path), f"kept, {h.kind} of {h.owner} outside the root: delete it yourself")
+        for h in found
+        if h.outside and h.kind != "input"
+    ]
+    paths = {v: str((store.path / v).resolve()) for v in doomed}
+    removed = remove_named(store.path, doomed, dry_run)
+    actions += removed
+    done = {a.path for a in removed if a.outcome == "removed"}
+    gone = {paths[v]: v for v in doomed if f"{store.name}/{v}" in done}
+    if gone and not dry_run:
+        remember_purged(store, gone)
     if any(h.kind == "cache" for h in found):
         actions += clear_cache(store.path, dry_run)
     return actions

@@ -7,9 +7,12 @@ packed row's `doc_ids`), lineage, rejected rows and examples (by `key`, the id's
 in the stage cache, every entry's Arrow files with an `id` column; quarantine listings (and
 their cache entries) naming a forgotten quarantined record's line by file and offset
 (`curate.forget.quarantined`); exports under the root
-made from an affected version, and live mixtures drawing from one. Outside the root: the
-inputs that hold them (curate never changes an input). Nothing read is printed but paths
-and counts.
+made from an affected version, and live mixtures drawing from one. Outside the root, what
+curate knows of: exports written elsewhere (the dataset folder notes where each export went:
+`curate.export.record.remember`), `Version.to_dataset`'s views in curate's cache folder
+(links into the version, and the caches `datasets` writes beside them), both also of a
+version the purge removed (`purged`), and the inputs that hold them (curate never changes
+an input). Nothing read is printed but paths and counts.
 """
 
 from __future__ import annotations
@@ -25,8 +28,8 @@ import pyarrow.compute as pc
 
 from curate.errors import CurateError
 from curate.excluded_rows import hits
-from curate.export.record import EXPORT_MANIFEST
-from curate.forget.exclusions import Exclusions
+from curate.export.record import EXPORT_MANIFEST, known_exports
+from curate.forget.exclusions import FOLDER, Exclusions
 from curate.mixture_refs import drawn_from
 from curate.stages.examples import key_of
 from curate.store import Store
@@ -35,14 +38,20 @@ from curate.store import Store
 @dataclass(frozen=True)
 class Holder:
     path: Path
-    kind: str  # "version", "cache", "export", "mixture", "input"
+    kind: str  # "version", "cache", "export", "mixture", "view", "input"
     documents: int
     owner: str | None = None  # the version or cache entry the file belongs to
+    outside: bool = False  # not under the output root: listed, never removed by the purge
 
     def line(self) -> str:
         if self.kind in ("export", "mixture"):
-            return f"{self.kind:8} {self.path}: draws from {self.owner or 'a version'} holding them"
-        return f"{self.kind:8} {self.path}: {self.documents} forgotten document(s)"
+            text = f"{self.kind:8} {self.path}: draws from {self.owner or 'a version'} holding them"
+        elif self.kind == "view":
+            text = (f"view     {self.path}: Version.to_dataset's view of {self.owner}, holding "
+                    "them (and the caches datasets wrote in it)")  # fmt: skip
+        else:
+            text = f"{self.kind:8} {self.path}: {self.documents} forgotten document(s)"
+        return text + (" [outside the root]" if self.outside else "")
 
 
 def store_of(dataset: Path) -> Store:
@@ -87,12 +96,15 @@ def holders(dataset: Path) -> list[Holder]:
             if n:
                 owner = path.parent.relative_to(cache).as_posix()
                 found.append(Holder(path, "cache", n, owner))
-    affected = {str((store.path / v).resolve()) for v in by_owner(found, "version")}
+    affected = {str((store.path / v).resolve()): v for v in by_owner(found, "version")}
     for v in list(by_owner(found, "version")):
         for mixture in drawn_from(store.path / v):
             found.append(Holder(mixture, "mixture", 0, v))
-    for export in _exports(store.root, affected):
-        found.append(Holder(export, "export", 0))
+    affected |= purged(store)  # gone from the root, but what was made from them may not be
+    for export, owner in _exports(store, affected):
+        found.append(Holder(export, "export", 0, owner, outside=not _under(export, store.root)))
+    for view, owner in _views(affected):
+        found.append(Holder(view, "view", 0, owner, outside=not _under(view, store.root)))
     for name, entry in sorted(exclusions.resolved.items()):
         n = len(entry.get("ids", ())) + len(entry.get("quarantined", ()))
         if n and os.path.exists(entry.get("path", "")):
@@ -100,16 +112,69 @@ def holders(dataset: Path) -> list[Holder]:
     return found
 
 
-def _exports(root: Path, affected: set[str]) -> Iterator[Path]:
-    """Export folders under the root whose `export.json` names an affected version (their
-    token files are not searched: they were made from it, so they hold what it held)."""
-    for record in sorted(root.rglob(EXPORT_MANIFEST)):
+PURGED = "purged.json"
+
+
+def remember_purged(store: Store, removed: dict[str, str]) -> None:
+    """Note the versions a purge removed (real path -> name), so that `--where` still names
+    the exports and views made from them, outside the root."""
+    notes = purged(store) | removed
+    store.save_own(FOLDER, PURGED, json.dumps(notes, indent=1, sort_keys=True) + "\n")
+
+
+def purged(store: Store) -> dict[str, str]:
+    """Versions the purge removed: real path -> "vN (purged)"."""
+    text = store.read_own(FOLDER, PURGED)
+    try:
+        notes = json.loads(text) if text else {}
+        return {str(k): f"{str(v).removesuffix(' (purged)')} (purged)" for k, v in notes.items()}
+    except (ValueError, AttributeError):
+        return {}
+
+
+def _exports(store: Store, affected: dict[str, str]) -> Iterator[tuple[Path, str]]:
+    """Export folders whose `export.json` names an affected version: under the root, and
+    wherever the export noted it went (`curate.export.record.remember`). Their files are not
+    searched: they were made from it, so they hold what it held."""
+    folders = {record.parent for record in store.root.rglob(EXPORT_MANIFEST)}
+    folders.update(known_exports(store.path))
+    for folder in sorted(folders):
         try:
-            source = json.loads(record.read_text())["source"]["path"]
+            source = json.loads((folder / EXPORT_MANIFEST).read_text())["source"]["path"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        if str(Path(source).resolve()) in affected:
-            yield record.parent
+        owner = affected.get(str(Path(source).resolve()))
+        if owner is not None:
+            yield folder, owner
+
+
+def _views(affected: dict[str, str]) -> Iterator[tuple[Path, str]]:
+    """`Version.to_dataset`'s views (`curate.views`, in curate's cache folder) of an affected
+    version: known by where their links lead, which holds for a version since removed."""
+    from curate.version import cache_dir
+
+    views = cache_dir() / "views"
+    if not views.is_dir():
+        return
+    prefixes = {path.rstrip(os.sep) + os.sep: owner for path, owner in affected.items()}
+    for view in sorted(p for p in views.iterdir() if p.is_dir() and not p.is_symlink()):
+        target = _first_link(view)
+        owner = next((o for p, o in prefixes.items() if target and target.startswith(p)), None)
+        if owner is not None:
+            yield view, owner
+
+
+def _first_link(folder: Path) -> str | None:
+    for parent, dirs, files in os.walk(folder):
+        for name in sorted(files + dirs):
+            path = os.path.join(parent, name)
+            if os.path.islink(path):
+                return os.path.realpath(os.path.join(parent, os.readlink(path)))
+    return None
+
+
+def _under(path: Path, root: Path) -> bool:
+    return Path(os.path.abspath(path)).is_relative_to(os.path.abspath(root))
 
 
 def _count(

@@ -167,3 +167,33 @@ def test_wait_waits_for_the_reader(folder: Path) -> None:
     out, err = waiting.communicate(timeout=120)
     assert waiting.returncode == 0, out + err
     assert not (store / "v1").exists()
+
+
+def test_where_names_what_lies_outside_the_root(
+    folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An export written elsewhere (the dataset folder notes where it went) and a
+    `to_dataset` view in curate's cache are named, before the purge and after it removed
+    the version they were made from; they do not make the purge fail (its promise is the
+    root)."""
+    store = folder / "out" / "t"
+    monkeypatch.setenv("CURATE_CACHE", str(tmp_path / "user-cache"))
+    elsewhere = tmp_path / "elsewhere" / "v1-jsonl"
+    elsewhere.parent.mkdir()
+    assert cli("export", str(store / "v1"), "--to", "jsonl", str(elsewhere)).returncode == 0
+    version = curate.open(store / "v1")
+    view = version.view_folder()
+    version.release()
+
+    def outside(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.endswith("[outside the root]")]
+
+    where = outside(cli("forget", str(store), "--where").stdout)
+    assert any(line.startswith(f"export   {elsewhere}: draws from v1") for line in where)
+    assert any(line.startswith(f"view     {view}: ") and " of v1," in line for line in where)
+    out = cli("gc", str(store), "--purge-forgotten")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert not (store / "v1").exists()
+    assert f"{elsewhere}: kept, export of v1 outside the root" in out.stdout
+    where = outside(cli("forget", str(store), "--where").stdout)
+    assert len(where) == 2 and all("v1 (purged)" in line for line in where), where
