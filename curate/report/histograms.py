@@ -82,7 +82,11 @@ def histogram(
                 [t - 0.5 for t in ticks], [_short(0 if t == 0 else 2 ** (t - 1)) for t in ticks]
             )
         lo, hi = ax.get_xlim()
-        for x, text in thresholds:  # labelled on the side with room
+        labelled: list[float] = []
+        for x, text in sorted(thresholds):  # labelled on the side with room
+            if any(abs(x - y) < 0.15 * (hi - lo) for y in labelled):
+                continue  # close marks (a bucketed classifier's edges): one label, not a smear
+            labelled.append(x)
             right = (x - lo) > 0.6 * (hi - lo)
             ax.annotate(
                 text, (x, 1), xycoords=("data", "axes fraction"), xytext=(-2 if right else 2, -2),
