@@ -80,10 +80,16 @@ def high_weights(piece: pa.Table, key: str) -> tuple[np.ndarray, np.ndarray, int
     if piece.num_rows == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), 0
     keys, weights = _keys_weights(piece, key)
-    bins, at = np.unique(keys >> 16, return_inverse=True)
-    sums = np.zeros(len(bins), np.int64)
-    np.add.at(sums, at, weights)
-    return bins.astype(np.int64), sums, piece.num_rows
+    sums, bins = _sums(keys >> 16, weights)
+    return bins, sums, piece.num_rows
+
+
+def _sums(bins: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The weight per 16-bit bin, for the bins holding a row (a document of weight 0 too).
+    bincount adds in float64, exact while a bin weighs under 2^53."""
+    sums = np.rint(np.bincount(bins, weights=weights, minlength=HALF)).astype(np.int64)
+    present = np.flatnonzero(np.bincount(bins, minlength=HALF))
+    return sums[present], present.astype(np.int64)
 
 
 def low_weights(
@@ -99,10 +105,8 @@ def low_weights(
         inside = upper == high
         if not inside.any():
             continue
-        lows, at = np.unique(keys[inside] & 0xFFFF, return_inverse=True)
-        sums = np.zeros(len(lows), np.int64)
-        np.add.at(sums, at, weights[inside])
-        out[high] = (lows.astype(np.int64), sums)
+        sums, lows = _sums(keys[inside] & 0xFFFF, weights[inside])
+        out[high] = (lows, sums)
     return out
 
 
@@ -155,8 +159,7 @@ def bucket_counts(piece: pa.Table, rule: Rule, n: int) -> tuple[Any, Any]:
     weights = piece.column(WEIGHT).to_numpy().astype(np.int64)
     b = piece_buckets(piece, rule)
     docs = np.bincount(b, minlength=n).astype(np.int64)
-    weight = np.zeros(n, np.int64)
-    np.add.at(weight, b, weights)
+    weight = np.rint(np.bincount(b, weights=weights, minlength=n)).astype(np.int64)
     return docs, weight
 
 
