@@ -390,3 +390,36 @@ def test_each_models_buckets_and_the_highest_wins(model: Path, tmp_path: Path) -
     assert [r.column for r in report.scores.reports] == ["web_score", "legal_score"]
     assert all(len(r.marks) == 4 for r in report.scores.reports)
     assert "web_score over 80 documents" in shown and "legal_score over 80 documents" in shown
+
+
+def test_conversations_are_scored_and_weighed_by_their_chosen_messages(model: Path) -> None:
+    """On chat records a conversation is scored as `classifier` scores it (the chosen
+    roles' contents joined) and weighs the characters of those contents only."""
+    from curate.chat.reader import messages_array
+    from curate.chat.spec import MESSAGES
+    from curate.inspect_barrier import on_sample
+    from curate.stages.base import StageContext
+    from curate.stages.classifier import Classifier, ClassifierParams
+    from curate.stages.classifier_buckets import BucketParams, ClassifierBuckets
+
+    texts = [t for _, t in DOCS[:90]]
+    convs = [[("user", f"question {i}: " + "x" * (i * 37 % 500)), ("assistant", t)]
+             for i, t in enumerate(texts)]  # fmt: skip
+    batch = pa.RecordBatch.from_arrays(
+        [pa.array([f"c{i}" for i in range(len(convs))]), messages_array(convs),
+         pa.array(np.arange(len(convs), dtype=np.uint64))],
+        names=["id", MESSAGES, ORDER],
+    )  # fmt: skip
+    spec = {"models": [{"model": str(model), "label": "web", "name": "q"}], "roles": ["assistant"]}
+    context = StageContext(chat=True)
+    plain = Classifier(ClassifierParams(**spec), context).process(batch).batch
+    stage = ClassifierBuckets(BucketParams(**spec, percentiles=[50]), context)
+    stage.setup()
+    out = on_sample(stage, batch).batch
+    assert out.column("q_score").equals(plain.column("q_score"))
+    scores = plain.column("q_score").to_pylist()
+    _, want = reference(scores, [len(t) for t in texts], [50.0])  # the assistant's text only
+    assert out.column("classifier_bucket").to_pylist() == want
+    _, by_all = reference(scores, [len(t) + len(c[0][1]) + 2 for t, c in zip(texts, convs,
+                          strict=True)], [50.0])  # fmt: skip
+    assert by_all != want  # the users' padding would have moved the edge
