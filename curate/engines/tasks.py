@@ -406,8 +406,8 @@ class PartitionRun:
 
     def _process(self, batch: pa.RecordBatch, chunk: Chunk | None = None) -> None:
         start = self.reuse.stages if chunk is not None and chunk.counts else 0
-        if self.task.final and not start:  # nothing ahead needs them (curate.excluded_rows)
-            batch = self._forget(batch)
+        if self.task.final and not start and self.settings.excluded:
+            batch = self._forget(batch)  # nothing ahead needs them (curate.excluded_rows)
             if batch.num_rows == 0:
                 return
         if self.previous is not None and self.drops is not None and not start:

@@ -101,3 +101,36 @@ def test_a_cache_entry_never_lacks_a_forgotten_document(tmp_path: Path) -> None:
     forget(recipe, Selection(match=re.compile(QUIMBY)), "r")  # its first build
     (folder / "out" / "t" / ".forget" / "exclusions.json").unlink()
     assert shard_sums(curate.run(recipe)) == expected
+
+
+def test_two_barriers_both_see_them(tmp_path: Path) -> None:
+    """With exact_dedup then minhash_dedup, a forgotten document is staged between them (the
+    second needs its text) and dropped after the second's summary: forgetting d5 does not
+    bring back d25, its near duplicate, and a fresh build with the exclusions agrees."""
+    import yaml
+    from test_forget import NAME as QUIMBY
+    from test_forget import TOKENIZER as TOK
+    from test_forget import corpus, ids_in
+
+    from curate.forget_command import Selection, forget
+
+    def recipe_in(folder: Path, cache: bool) -> Path:
+        stages = [{"normalize": {}}, {"exact_dedup": {}}, {"minhash_dedup": {"threshold": 0.7}},
+                  {"tokenize": {"source": TOK, "pack": {"seq_len": 32}}}]  # fmt: skip
+        recipe = {"name": "t", "inputs": ["data/*.jsonl"], "partition_size": 1500,
+                  "output": {"root": "out", "fsync": False, "shard_size": 4000, "cache": cache},
+                  "engine": {"workers": 1}, "stages": stages}  # fmt: skip
+        (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
+        return folder / "recipe.yaml"
+
+    corpus(tmp_path)
+    recipe = recipe_in(tmp_path, cache=True)
+    before = curate.run(recipe)
+    after = forget(recipe, Selection(match=re.compile(QUIMBY)), "r").version
+    assert len(ids_in(before) - ids_in(after)) == 3 and ids_in(after) <= ids_in(before)
+    fresh = tmp_path / "fresh"
+    corpus(fresh)
+    exclusions = (tmp_path / "out" / "t" / ".forget" / "exclusions.json").read_text()
+    Store(fresh / "out", "t").save_own(".forget", "exclusions.json", exclusions)
+    assert shard_sums(curate.run(recipe_in(fresh, cache=False))) == shard_sums(after)
+    assert curate.run(recipe).up_to_date
