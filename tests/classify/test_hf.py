@@ -96,3 +96,27 @@ def test_run_records_model_files_and_loads_offline(
     on_gpu = Classifier(ClassifierParams(models=[{"model": str(bert), "device": "cuda"}]))
     on_cpu = Classifier(ClassifierParams(models=[{"model": str(bert)}]))
     assert on_gpu.params.model_dump() != on_cpu.params.model_dump()
+
+
+def test_a_regression_models_scores_are_bucketed(tmp_path: Path) -> None:
+    """classifier_buckets with FineWeb-Edu's kind of model (one output, 0-5): buckets by
+    the weighted percentiles of its output, and statistics binned on its 0-5 scale."""
+    from test_buckets import reference
+
+    folder = build_model(tmp_path / "reg", DOCS[:200], layers=1, hidden=48, regression=True)
+    records = [{"id": f"d{i}", "text": t} for i, (_, t) in enumerate(DOCS[:80])]
+    write_jsonl(tmp_path / "data" / "a.jsonl", records)
+    stage = {"models": [{"model": str(folder), "name": "edu"}], "threads": 1}
+    recipe = write_recipe(tmp_path, stages=[{"classifier_buckets": {**stage, "buckets": 4}}])
+    version = curate.run(recipe)
+    table = version.to_arrow()
+    assert "edu_label" not in table.column_names
+    scores = table.column("edu_score").to_pylist()
+    edges, want = reference(scores, [len(r["text"]) for r in records], [25.0, 50.0, 75.0])
+    assert table.column("classifier_bucket").to_pylist() == want
+    assert version.manifest["stages"][0]["details"]["edges"] == edges
+    plain = run_stage({"models": stage["models"]}, [r["text"] for r in records])
+    assert plain.column("edu_score").to_pylist() == scores  # the classifier's own scores
+    stats = json.loads((version.path / "statistics.json").read_text())
+    found = json.dumps(stats)
+    assert '"classifier_buckets/edu_score"' in found and '"hi": 5.0' in found
