@@ -23,7 +23,7 @@ import contextlib
 import fcntl
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -173,6 +173,66 @@ def remove_named(dataset: Path, names: list[str], dry_run: bool) -> list[Action]
     finally:
         store.close()
     return actions
+
+
+def rewrite_named(
+    dataset: Path, names: list[str], write: Callable[[Path, Path], int], dry_run: bool
+) -> list[Action]:
+    """These versions replaced by what `write(version folder, new folder)` makes of them
+    (`curate.forget.rewrite`: without the forgotten documents), under the same rules as
+    `remove_named`: one a reader holds, or a live mixture draws from, is refused by name.
+
+    The new folder is made beside the version as `.staging-purge-<version>` (a crash leaves
+    a leftover the next gc removes), the version is unlisted from `.index` (it no longer
+    holds what its fingerprint builds), renamed to `.deleting-<version>-<pid>`, the new
+    folder renamed into its place, and the old one deleted: killed between the two renames,
+    the version is gone, as a purge that removes it leaves it."""
+    held = Folder.open(dataset)
+    mode = os.fstat(held.fd).st_mode & 0o777
+    store = Store(dataset.parent, dataset.name, dir_mode=mode, file_mode=mode & 0o666)
+    store.use(held)
+    actions: list[Action] = []
+    try:
+        with contextlib.nullcontext() if dry_run else _gc_lock(store):
+            mixed = referenced(dataset, held, prune=False)
+            for entry in versions(dataset, held):
+                label = f"{dataset.name}/{entry.name}"
+                if entry.name not in names:
+                    continue
+                if entry.name in mixed:
+                    why = f"kept, the mixture {mixed[entry.name]} draws from it: remove it"
+                    actions.append(Action(label, why, refused=True))
+                elif dry_run:
+                    actions.append(Action(label, "would rewrite without them"))
+                else:
+                    actions.append(_rewrite_version(store, entry, write))
+    finally:
+        store.close()
+    return actions
+
+
+def _rewrite_version(store: Store, entry: Entry, write: Callable[[Path, Path], int]) -> Action:
+    label = f"{store.name}/{entry.name}"
+    dataset = store.dataset()
+    new = f".staging-purge-{entry.name}"
+    try:
+        with store.locks() as locks, store.try_exclusive(locks, f"{entry.name}.lock") as free:
+            if not free:
+                return Action(label, "kept, a reader holds it", refused=True)
+            with contextlib.suppress(FileNotFoundError):
+                dataset.remove_tree(new)  # an earlier, interrupted purge's
+            with dataset.folder(new, 0o700) as folder:
+                gone = write(store.path / entry.name, store.path / new)
+                folder.chmod(os.stat(store.path / entry.name).st_mode & 0o777)
+            _unlist(store, entry)
+            doomed = f".deleting-{entry.name}-{os.getpid()}"
+            dataset.rename(entry.name, dataset, doomed)
+            dataset.rename(new, dataset, entry.name)
+            dataset.fsync()
+            dataset.remove_tree(doomed, phase="gc_delete")
+    except OSError as exc:
+        return Action(label, f"failed, {exc.strerror or exc}", refused=True)
+    return Action(label, f"rewritten without {gone} forgotten document(s)")
 
 
 def _remove_version(store: Store, entry: Entry, dry_run: bool, tally: Freed) -> Action:

@@ -1,9 +1,12 @@
 """`curate gc --purge-forgotten`: no forgotten document left anywhere under the output root.
 
-Every version still holding one is removed as gc removes a version (its read lock taken
-first: one a reader holds is refused by name, and the purge exits 1, or with `--wait`
-waits for it; one a live mixture draws from is refused by name); its shards that the
-newer versions share are hard links, so theirs stay. The stage cache is freed when an
+Every earlier version still holding one is rewritten without them when its shards hold a
+row per document (`curate.forget.rewrite`: each file holding one written anew, every other
+file hard-linked, the manifest and card updated, so it verifies), else (packed rows, a
+mixture) removed as gc removes a version. Either way its read lock is taken first: one a
+reader holds is refused by name, and the purge exits 1, or with `--wait` waits for it; one
+a live mixture draws from is refused by name. A removed version's shards that the newer
+versions share are hard links, so theirs stay. The stage cache is freed when an
 entry holds one (entries are keyed by what they were computed from, so none can be
 rewritten in place; the next run computes them again, keeping none for a partition that
 holds a forgotten document). The latest version must hold none: `curate forget` first.
@@ -16,13 +19,26 @@ was made from them.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from curate.errors import CurateError
-from curate.forget.where import by_owner, holders, remember_purged, store_of
-from curate.gc import Action, clear_cache, remove_named
+from curate.forget.rewrite import Rewrite, unfit
+from curate.forget.where import (
+    by_owner,
+    forgotten_ids,
+    forgotten_lines,
+    holders,
+    remember_purged,
+    store_of,
+)
+from curate.gc import Action, clear_cache, remove_named, rewrite_named
+from curate.stages.examples import key_of
+from curate.store import Store
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +77,9 @@ def _purge(dataset: Path, dry_run: bool) -> list[Action]:
         for h in found
         if h.outside and h.kind != "input"
     ]
+    rewritten = [v for v in doomed if unfit(_manifest(store.path / v)) is None]
+    actions += rewrite_named(store.path, rewritten, _writer(store), dry_run)
+    doomed = [v for v in doomed if v not in rewritten]  # packed rows, mixtures: removed
     paths = {v: str((store.path / v).resolve()) for v in doomed}
     removed = remove_named(store.path, doomed, dry_run)
     actions += removed
@@ -71,3 +90,19 @@ def _purge(dataset: Path, dry_run: bool) -> list[Action]:
     if any(h.kind == "cache" for h in found):
         actions += clear_cache(store.path, dry_run)
     return actions
+
+
+def _manifest(folder: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((folder / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _writer(store: Store) -> Callable[[Path, Path], int]:
+    """What rewrites a version without the forgotten documents (`curate.forget.rewrite`)."""
+    exclusions, ids = forgotten_ids(store)
+    keys = tuple(sorted(key_of(i) for i in ids))
+    lines = forgotten_lines(exclusions)
+    return lambda source, target: Rewrite(source, target, ids, keys, lines).run()

@@ -156,6 +156,14 @@ def write_lineage(
     """The version's `lineage/` files, written into `out` (the version-to-be)."""
     table = lineage_table(sources, shard_positions(out, shards))
     (out / FOLDER).mkdir(exist_ok=True)
+    return write_lineage_table(out, table, fsync=fsync, file_mode=file_mode)
+
+
+def write_lineage_table(
+    out: Path, table: pa.Table, *, fsync: bool = True, file_mode: int = 0o640
+) -> list[FileRecord]:
+    """`documents.arrow` from the table (`DOCUMENTS_SCHEMA`, in output order) and its id
+    index (also `gc --purge-forgotten`'s, rewriting a version: `curate.forget.rewrite`)."""
     documents = _write_file(out / DOCUMENTS, table, "zstd", fsync, file_mode)
     hashes = id_hashes(table.column("id"))
     order = np.argsort(hashes, kind="stable")
