@@ -175,6 +175,13 @@ def remove_named(dataset: Path, names: list[str], dry_run: bool) -> list[Action]
     return actions
 
 
+class NotRewritten(Exception):
+    """Raised by a `rewrite_named` writer: this version cannot be rewritten (the reason)."""
+
+
+NOT_REWRITTEN = "not rewritten"
+
+
 def rewrite_named(
     dataset: Path, names: list[str], write: Callable[[Path, Path], int], dry_run: bool
 ) -> list[Action]:
@@ -222,7 +229,11 @@ def _rewrite_version(store: Store, entry: Entry, write: Callable[[Path, Path], i
             with contextlib.suppress(FileNotFoundError):
                 dataset.remove_tree(new)  # an earlier, interrupted purge's
             with dataset.folder(new, 0o700) as folder:
-                gone = write(store.path / entry.name, store.path / new)
+                try:
+                    gone = write(store.path / entry.name, store.path / new)
+                except NotRewritten as exc:
+                    dataset.remove_tree(new)
+                    return Action(label, f"{NOT_REWRITTEN} ({exc})")
                 folder.chmod(os.stat(store.path / entry.name).st_mode & 0o777)
             _unlist(store, entry)
             doomed = f".deleting-{entry.name}-{os.getpid()}"

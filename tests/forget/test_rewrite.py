@@ -82,3 +82,59 @@ def test_an_unpacked_version_is_rewritten_not_removed(tmp_path: Path) -> None:
     where = subprocess.run([sys.executable, "-m", "curate.cli", "forget", str(store), "--where"],
                            env=env, capture_output=True, text=True)  # fmt: skip
     assert [line for line in where.stdout.splitlines() if not line.startswith("input")] == []
+
+
+def test_a_packed_version_is_packed_again_as_its_recipe_would(tmp_path: Path) -> None:
+    """v1 (threshold 0.7) and v2 (0.9, LATEST before forget) both hold the person; after the
+    purge each equals a build from scratch of its own recipe with the exclusions, byte for
+    byte: the partitions holding them packed again from their token ids, the tail shard
+    too, the others' shards kept (hard links)."""
+    from test_forget import TOKENIZER, ids_in
+
+    from curate.store import Store
+
+    def recipe_in(folder: Path, threshold: float, cache: bool = True) -> Path:
+        recipe = {
+            "name": "t",
+            "inputs": ["data/*.jsonl"],
+            "partition_size": 1500,
+            "output": {"root": "out", "fsync": False, "shard_size": 4000, "cache": cache},
+            "engine": {"workers": 1},
+            "stages": [
+                {"normalize": {}},
+                {"minhash_dedup": {"threshold": threshold}},
+                {"tokenize": {"source": TOKENIZER, "pack": {"seq_len": 32}}},
+            ],
+        }
+        (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+        return folder / "recipe.yaml"
+
+    def sums(version: Path) -> list[tuple[str, str]]:
+        manifest = json.loads((version / "manifest.json").read_text())
+        return [(s["path"], s["sha256"]) for s in [*manifest["shards"], *manifest["lineage"]]]
+
+    corpus(tmp_path)
+    store = tmp_path / "out" / "t"
+    curate.run(recipe_in(tmp_path, 0.7)).release()
+    curate.run(recipe_in(tmp_path, 0.9)).release()
+    done = forget(tmp_path / "recipe.yaml", Selection(match=re.compile(NAME)), "r")
+    assert done.version.name == "v3"
+    untouched = {p.name: os.stat(p).st_ino for p in (store / "v1" / "shards").iterdir()}
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "curate.cli", "gc", str(store),
+                          "--purge-forgotten"], env=env, capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "t/v1: rewritten" in out.stdout and "t/v2: rewritten" in out.stdout
+    exclusions = (store / ".forget" / "exclusions.json").read_text()
+    gone = {i for entry in json.loads(exclusions)["resolved"].values() for i in entry["ids"]}
+    assert len(gone) == 3
+    for name, threshold in (("v1", 0.7), ("v2", 0.9)):
+        assert verify(store / name) == []
+        fresh = tmp_path / f"fresh-{name}"
+        corpus(fresh)
+        Store(fresh / "out", "t").save_own(".forget", "exclusions.json", exclusions)
+        rebuilt = curate.run(recipe_in(fresh, threshold, cache=False))
+        assert sums(store / name) == sums(rebuilt.path), name
+        assert not ids_in(curate.open(store, name)) & gone
+    kept = [n for n, ino in untouched.items() if os.stat(store / "v1" / "shards" / n).st_ino == ino]
+    assert kept and len(kept) < len(untouched)  # the partitions without them: not rewritten

@@ -1,0 +1,238 @@
+"""Packed rows of an earlier version packed again without the forgotten documents.
+
+A packed version's rows are windows of each partition's token stream (`curate.output.
+packing`): a document runs over rows and shards, and the partition's short last row went to
+the tail shard, packed with every other partition's. A partition holding a forgotten
+document is packed again from its documents' token ids as its rows hold them (never
+tokenized again), less the forgotten ones, by the packer that made it (its rows keep their
+names, `pack-<key>-<row>`); its new tail replaces its old one in the tail stream, which is
+packed again into the tail shard. Every other partition's shards are left as they are.
+
+A document's partition is where its pieces are: the partition's own shards, or, for a
+document wholly in the tail shard, its line's byte offset in the lineage side table against
+the partitions' byte ranges (or the only partition of its input). A version where this
+cannot be told (no lineage, splits, merged shards, conversations) is not rewritten
+(`CannotRepack`): the purge removes it as before.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from curate.lineage.table import DOCUMENTS
+from curate.output.packing import DOC_OFFSET, TOKENS, PackSpec
+from curate.output.shards import ShardInfo, ShardWriter, read_stream, write_table
+from curate.output.tails import TailShard, pack_tails
+
+PART = re.compile(r"^shards/part-([0-9a-f]+)-\d{5}\.arrow$")
+TAIL = "shards/tail-00000.arrow"
+GROUP_BYTES = 8 << 20  # token bytes per batch fed to the packer (a run feeds one per chunk)
+
+
+class CannotRepack(Exception):
+    """Why this packed version cannot be packed again (the purge removes it instead)."""
+
+
+@dataclass
+class Piece:
+    id: str
+    tokens: np.ndarray
+    before: int  # tokens of the document before this piece
+
+
+@dataclass
+class Repacked:
+    shards: list[dict[str, Any]]  # the manifest's new shard list, in order
+    tails: list[TailShard]
+    spec: PackSpec
+    removed: int  # documents gone
+    written: set[str] = field(default_factory=set)  # the shards written anew (paths)
+
+
+def repack(
+    source: Path, target: Path, manifest: dict[str, Any], forgotten: frozenset[str], mode: int
+) -> Repacked | None:
+    """The packed shards of `source` written into `target` without the forgotten documents;
+    None when no shard holds one (every shard is then linked by the caller)."""
+    packing = manifest.get("packing") or {}
+    if packing.get("kind") != "tokens" or manifest.get("splits"):
+        raise CannotRepack("conversations or splits")
+    if not manifest.get("lineage"):
+        raise CannotRepack("no lineage side table to tell a tail document's partition")
+    shards = manifest["shards"]
+    keys: list[str | None] = []
+    for s in shards:
+        found = PART.match(s["path"])
+        if found is None and s["path"] != TAIL:
+            raise CannotRepack(f"{s['path']}: not a partition's shard (merged shards)")
+        keys.append(found.group(1) if found else None)
+    pieces = {i: list(_pieces(read_stream(source / s["path"]))) for i, s in enumerate(shards)}
+    owner: dict[str, str] = {}
+    for i, key in enumerate(keys):
+        if key is not None:
+            owner.update((p.id, key) for p in pieces[i])
+    tail = [i for i, key in enumerate(keys) if key is None]
+    tail_pieces = _joined([p for i in tail for p in pieces[i]])
+    _attribute(source, manifest, tail_pieces, owner)
+    affected = {owner[p.id] for ps in pieces.values() for p in ps if p.id in forgotten}
+    affected |= {owner[p.id] for p in tail_pieces if p.id in forgotten}
+    if not affected:
+        return None
+    type_of = pa.ipc.open_stream(pa.memory_map(str(source / shards[0]["path"]))).schema
+    spec = PackSpec(packing["seq_len"], type_of.field(TOKENS).type.value_type)
+    shard_bytes = int(manifest["recipe"]["output"]["shard_size"])
+    (target / "shards").mkdir(exist_ok=True)
+    new_tails: dict[str, list[Piece]] = {}
+    written: dict[str, list[dict[str, Any]]] = {}
+    removed = 0
+    fresh: list[list[dict[str, Any]]] = []
+    for key in sorted(affected):
+        mine = _joined([p for i, k in enumerate(keys) if k == key for p in pieces[i]])
+        mine = _joined(mine + [p for p in tail_pieces if owner[p.id] == key])
+        kept = [p for p in mine if p.id not in forgotten]
+        removed += len(mine) - len(kept)
+        written[key], new_tails[key] = _pack(spec, key, kept, target, shard_bytes, mode)
+        fresh.append(written[key])
+    out: list[dict[str, Any]] = []
+    for i, s in enumerate(shards):
+        key = keys[i]
+        if key in affected:
+            out += written.pop(key, [])  # at its first shard's place; its others go
+        elif key is not None:
+            out.append(dict(s))
+    order = [p["key"] for p in manifest["partitions"]]
+    stream = [p for p in tail_pieces if owner[p.id] not in affected]
+    stream += [p for ps in new_tails.values() for p in ps]
+    stream.sort(key=lambda p: order.index(owner[p.id]))  # (stable: each one's order kept)
+    tails = _pack_tails(spec, stream, target, mode)
+    out += [t.info.to_dict() | {"split": None} for t in tails]
+    new = {s["path"] for ss in fresh for s in ss} | {t.info.path for t in tails}
+    return Repacked(out, tails, spec, removed, new)
+
+
+def _pieces(table: pa.Table) -> Iterator[Piece]:
+    """Each row's pieces of documents, in order."""
+    for tokens, ids, starts, befores in zip(
+        table.column(TOKENS).to_numpy(zero_copy_only=False),
+        table.column("doc_ids").to_pylist(),
+        table.column("doc_starts").to_pylist(),
+        table.column("doc_offsets").to_pylist(),
+        strict=True,
+    ):
+        ends = [*starts[1:], len(tokens)]
+        for doc, a, b, before in zip(ids, starts, ends, befores, strict=True):
+            yield Piece(doc, np.asarray(tokens[a:b]), int(before))
+
+
+def _joined(pieces: list[Piece]) -> list[Piece]:
+    """Consecutive pieces of one document (cut by a row's end) as one."""
+    out: list[Piece] = []
+    for p in pieces:
+        last = out[-1] if out else None
+        if last is not None and last.id == p.id and last.before + len(last.tokens) == p.before:
+            out[-1] = Piece(p.id, np.concatenate([last.tokens, p.tokens]), last.before)
+        else:
+            out.append(p)
+    return out
+
+
+def _attribute(
+    source: Path, manifest: dict[str, Any], tail: list[Piece], owner: dict[str, str]
+) -> None:
+    """The partition of each document wholly in the tail shard, from the lineage."""
+    wanted = {p.id for p in tail} - set(owner)
+    if not wanted:
+        return
+    with pa.memory_map(str(source / DOCUMENTS)) as f:
+        lineage = pa.ipc.open_file(f).read_all()
+    inputs = [i["name"] for i in manifest["inputs"]]
+    parts: dict[str, list[dict[str, Any]]] = {}
+    for p in manifest["partitions"]:
+        parts.setdefault(p["input"], []).append(p)
+    for row in lineage.select(["id", "input", "offset"]).to_pylist():
+        if row["id"] not in wanted:
+            continue
+        candidates = parts.get(inputs[row["input"]], [])
+        if len(candidates) == 1:
+            owner[row["id"]] = candidates[0]["key"]
+            continue
+        at = row["offset"]
+        hit = [c for c in candidates if c["unit"] == "bytes" and at is not None
+               and c["start"] <= at < c["stop"]]  # fmt: skip
+        if len(hit) != 1:
+            raise CannotRepack(f"document {row['id']!r}: its partition cannot be told")
+        owner[row["id"]] = hit[0]["key"]
+    if wanted - set(owner):
+        raise CannotRepack("a tail document has no lineage")
+
+
+def _pack(
+    spec: PackSpec, key: str, docs: list[Piece], target: Path, shard_bytes: int, mode: int
+) -> tuple[list[dict[str, Any]], list[Piece]]:
+    """A partition's documents packed again as the shard writer packs them; its shards'
+    records and its new tail."""
+    writer = ShardWriter(target / "shards", key, spec.output_schema(), shard_bytes,
+                         file_mode=mode, relative_to=target)  # fmt: skip
+    packer = spec.start(key)
+    dtype = spec.id_type.to_pandas_dtype()
+    for group in _groups(docs, GROUP_BYTES // np.dtype(dtype).itemsize):
+        batch = pa.record_batch(
+            {
+                "id": pa.array([d.id for d in group], pa.string()),
+                TOKENS: pa.array([d.tokens.astype(dtype) for d in group], pa.list_(spec.id_type)),
+            }
+        )
+        for rows, ended in packer.feed(batch):
+            writer.write(rows, documents=ended)
+    infos: list[ShardInfo] = writer.close()
+    tail = packer.tail()
+    left = [Piece(i, np.asarray(t), int(o)) for i, t, o in zip(
+        tail.column("id").to_pylist(), tail.column(TOKENS).to_pylist(),
+        tail.column(DOC_OFFSET).to_pylist(), strict=True)]  # fmt: skip
+    return [info.to_dict() | {"split": None} for info in infos], left
+
+
+def _groups(docs: list[Piece], tokens: int) -> Iterator[list[Piece]]:
+    """Documents fed to the packer in batches of about `tokens` (the shard writer closes a
+    shard after the batch that passes its size, as it does in a run)."""
+    group: list[Piece] = []
+    held = 0
+    for doc in docs:
+        group.append(doc)
+        held += len(doc.tokens)
+        if held >= tokens:
+            yield group
+            group, held = [], 0
+    if group:
+        yield group
+
+
+def _pack_tails(spec: PackSpec, stream: list[Piece], target: Path, mode: int) -> list[TailShard]:
+    """The tail shard packed again from the tail stream (written to a scratch file the
+    packer reads, then removed)."""
+    if not stream:
+        return []
+    scratch = target / ".tail-stream.arrow"
+    id_type = spec.id_type
+    table = pa.table(
+        {
+            "id": pa.array([p.id for p in stream], pa.string()),
+            TOKENS: pa.array(
+                [p.tokens.astype(id_type.to_pandas_dtype()) for p in stream], pa.list_(id_type)
+            ),
+            DOC_OFFSET: pa.array([p.before for p in stream], pa.int64()),
+        },
+        schema=spec.tail_schema(),
+    )
+    write_table(scratch, table, fsync=False)
+    try:
+        return pack_tails(spec, [(None, scratch)], target, [None], file_mode=mode)
+    finally:
+        scratch.unlink()
