@@ -219,6 +219,9 @@ class Rewrite:
             for name, split in m["splits"]["splits"].items():
                 own = [s for s in m["shards"] if s.get("split") == name]
                 split["documents"] = split["rows"] = sum(s["rows"] for s in own)
+                split["bytes"] = sum(s["bytes"] for s in own)
+                if split.get("tokens") is not None:
+                    split["tokens"] = sum(s.get("tokens") or 0 for s in own)
         m["forgotten"] = {**(m.get("forgotten") or {}), "purged": self.removed}
         if m.get("card") is not None:
             card = write_card(self.target, Manifest.model_validate(m), mode=self.file_mode,
