@@ -11,7 +11,7 @@ packed again into the tail shard. Every other partition's shards are left as the
 A document's partition is where its pieces are: the partition's own shards, or, for a
 document wholly in the tail shard, its line's byte offset in the lineage side table against
 the partitions' byte ranges (or the only partition of its input). A version where this
-cannot be told (no lineage, splits, merged shards, conversations) is not rewritten
+cannot be told (no lineage, merged shards, conversations) is not rewritten
 (`CannotRepack`): the purge removes it as before.
 """
 
@@ -27,12 +27,13 @@ import numpy as np
 import pyarrow as pa
 
 from curate.lineage.table import DOCUMENTS
-from curate.output.packing import DOC_OFFSET, TOKENS, PackSpec
+from curate.output.packing import DOC_OFFSET, NUM_TOKENS, TOKENS, PackSpec
 from curate.output.shards import ShardInfo, ShardWriter, read_stream, write_table
 from curate.output.tails import TailShard, pack_tails
 
-PART = re.compile(r"^shards/part-([0-9a-f]+)-\d{5}\.arrow$")
-TAIL = "shards/tail-00000.arrow"
+PART = re.compile(r"^(?:(?P<split>[^/]+)/)?shards/part-(?P<key>[0-9a-f]+)-\d{5}\.arrow$")
+TAIL = re.compile(r"^(?:(?P<split>[^/]+)/)?shards/tail-00000\.arrow$")
+Group = tuple[str | None, str | None]
 GROUP_BYTES = 8 << 20  # token bytes per batch fed to the packer (a run feeds one per chunk)
 
 
@@ -60,61 +61,81 @@ def repack(
     source: Path, target: Path, manifest: dict[str, Any], forgotten: frozenset[str], mode: int
 ) -> Repacked | None:
     """The packed shards of `source` written into `target` without the forgotten documents;
-    None when no shard holds one (every shard is then linked by the caller)."""
+    None when no shard holds one (every shard is then linked by the caller). With splits,
+    each split's rows and tail are packed on their own, as a run packs them."""
     packing = manifest.get("packing") or {}
-    if packing.get("kind") != "tokens" or manifest.get("splits"):
-        raise CannotRepack("conversations or splits")
+    if packing.get("kind") != "tokens":
+        raise CannotRepack("packed conversations")
     if not manifest.get("lineage"):
         raise CannotRepack("no lineage side table to tell a tail document's partition")
     shards = manifest["shards"]
-    keys: list[str | None] = []
+    groups: list[Group] = []  # (split, partition key; None: the split's tail shard)
     for s in shards:
-        found = PART.match(s["path"])
-        if found is None and s["path"] != TAIL:
+        part, tail = PART.match(s["path"]), TAIL.match(s["path"])
+        split = s.get("split")
+        found = part or tail
+        if found is None or found.group("split") != split:
             raise CannotRepack(f"{s['path']}: not a partition's shard (merged shards)")
-        keys.append(found.group(1) if found else None)
+        groups.append((split, part.group("key") if part else None))
     pieces = {i: list(_pieces(read_stream(source / s["path"]))) for i, s in enumerate(shards)}
     owner: dict[str, str] = {}
-    for i, key in enumerate(keys):
+    for i, (_, key) in enumerate(groups):
         if key is not None:
             owner.update((p.id, key) for p in pieces[i])
-    tail = [i for i, key in enumerate(keys) if key is None]
-    tail_pieces = _joined([p for i in tail for p in pieces[i]])
-    _attribute(source, manifest, tail_pieces, owner)
-    affected = {owner[p.id] for ps in pieces.values() for p in ps if p.id in forgotten}
-    affected |= {owner[p.id] for p in tail_pieces if p.id in forgotten}
+    splits: list[str | None] = list((manifest.get("splits") or {}).get("splits") or [None])
+    tail_pieces = {split: _joined([p for i, g in enumerate(groups) if g == (split, None)
+                                   for p in pieces[i]]) for split in splits}  # fmt: skip
+    _attribute(source, manifest, [p for ps in tail_pieces.values() for p in ps], owner)
+    affected = {(g[0], owner[p.id]) for i, g in enumerate(groups) for p in pieces[i]
+                if p.id in forgotten}  # fmt: skip
+    affected |= {(s, owner[p.id]) for s, ps in tail_pieces.items() for p in ps if p.id in forgotten}
     if not affected:
         return None
     type_of = pa.ipc.open_stream(pa.memory_map(str(source / shards[0]["path"]))).schema
     spec = PackSpec(packing["seq_len"], type_of.field(TOKENS).type.value_type)
     shard_bytes = int(manifest["recipe"]["output"]["shard_size"])
-    (target / "shards").mkdir(exist_ok=True)
-    new_tails: dict[str, list[Piece]] = {}
-    written: dict[str, list[dict[str, Any]]] = {}
+    new_tails: dict[Group, list[Piece]] = {}
+    written: dict[Group, list[dict[str, Any]]] = {}
     removed = 0
-    fresh: list[list[dict[str, Any]]] = []
-    for key in sorted(affected):
-        mine = _joined([p for i, k in enumerate(keys) if k == key for p in pieces[i]])
-        mine = _joined(mine + [p for p in tail_pieces if owner[p.id] == key])
+    for split, key in sorted(affected, key=lambda g: (g[0] or "", g[1] or "")):
+        mine = _joined([p for i, g in enumerate(groups) if g == (split, key) for p in pieces[i]])
+        mine = _joined(mine + [p for p in tail_pieces[split] if owner[p.id] == key])
         kept = [p for p in mine if p.id not in forgotten]
         removed += len(mine) - len(kept)
-        written[key], new_tails[key] = _pack(spec, key, kept, target, shard_bytes, mode)
-        fresh.append(written[key])
+        written[(split, key)], new_tails[(split, key)] = _pack(
+            spec, split, key or "", kept, target, shard_bytes, mode
+        )
+    new = {s["path"] for ss in written.values() for s in ss}
     out: list[dict[str, Any]] = []
     for i, s in enumerate(shards):
-        key = keys[i]
-        if key in affected:
-            out += written.pop(key, [])  # at its first shard's place; its others go
-        elif key is not None:
+        if groups[i] in affected:
+            out += written.pop(groups[i], [])  # at its first shard's place; its others go
+        elif groups[i][1] is not None:
             out.append(dict(s))
     order = [p["key"] for p in manifest["partitions"]]
-    stream = [p for p in tail_pieces if owner[p.id] not in affected]
-    stream += [p for ps in new_tails.values() for p in ps]
-    stream.sort(key=lambda p: order.index(owner[p.id]))  # (stable: each one's order kept)
-    tails = _pack_tails(spec, stream, target, mode)
-    out += [t.info.to_dict() | {"split": None} for t in tails]
-    new = {s["path"] for ss in fresh for s in ss} | {t.info.path for t in tails}
+    tails: list[TailShard] = []
+    for split in splits:  # each split's tail shard, after every partition's, as a run writes
+        old = next((dict(s) for i, s in enumerate(shards) if groups[i] == (split, None)), None)
+        if not any(g[0] == split for g in affected):
+            if old is not None:
+                out.append(old)
+                tails.append(TailShard(ShardInfo(**old), _short(source / old["path"], spec)))
+            continue
+        stream = [p for p in tail_pieces[split] if (split, owner[p.id]) not in affected]
+        stream += [p for g, ps in new_tails.items() if g[0] == split for p in ps]
+        stream.sort(key=lambda p: order.index(owner[p.id]))  # (stable: each one's order kept)
+        made = _pack_tails(spec, split, stream, target, mode)
+        tails += made
+        out += [t.info.to_dict() | {"split": split} for t in made]
+        new |= {t.info.path for t in made}
     return Repacked(out, tails, spec, removed, new)
+
+
+def _short(path: Path, spec: PackSpec) -> int:
+    """The tokens of a tail shard's last row when it is short (as `pack_tails` says)."""
+    counts = read_stream(path).column(NUM_TOKENS)
+    last = int(counts[-1].as_py()) if len(counts) else 0
+    return last if 0 < last < spec.seq_len else 0
 
 
 def _pieces(table: pa.Table) -> Iterator[Piece]:
@@ -174,13 +195,21 @@ def _attribute(
 
 
 def _pack(
-    spec: PackSpec, key: str, docs: list[Piece], target: Path, shard_bytes: int, mode: int
+    spec: PackSpec,
+    split: str | None,
+    key: str,
+    docs: list[Piece],
+    target: Path,
+    shard_bytes: int,
+    mode: int,
 ) -> tuple[list[dict[str, Any]], list[Piece]]:
-    """A partition's documents packed again as the shard writer packs them; its shards'
-    records and its new tail."""
-    writer = ShardWriter(target / "shards", key, spec.output_schema(), shard_bytes,
-                         file_mode=mode, relative_to=target)  # fmt: skip
-    packer = spec.start(key)
+    """A partition's documents (of one split) packed again as the shard writer packs them;
+    its shards' records and its new tail."""
+    folder = target / split / "shards" if split else target / "shards"
+    folder.mkdir(parents=True, exist_ok=True)
+    writer = ShardWriter(folder, key, spec.output_schema(), shard_bytes, file_mode=mode,
+                         relative_to=target, split=split)  # fmt: skip
+    packer = spec.start(key, f"pack-{split}" if split else "pack")
     dtype = spec.id_type.to_pandas_dtype()
     for group in _groups(docs, GROUP_BYTES // np.dtype(dtype).itemsize):
         batch = pa.record_batch(
@@ -196,7 +225,7 @@ def _pack(
     left = [Piece(i, np.asarray(t), int(o)) for i, t, o in zip(
         tail.column("id").to_pylist(), tail.column(TOKENS).to_pylist(),
         tail.column(DOC_OFFSET).to_pylist(), strict=True)]  # fmt: skip
-    return [info.to_dict() | {"split": None} for info in infos], left
+    return [info.to_dict() | {"split": split} for info in infos], left
 
 
 def _groups(docs: list[Piece], tokens: int) -> Iterator[list[Piece]]:
@@ -214,9 +243,11 @@ def _groups(docs: list[Piece], tokens: int) -> Iterator[list[Piece]]:
         yield group
 
 
-def _pack_tails(spec: PackSpec, stream: list[Piece], target: Path, mode: int) -> list[TailShard]:
-    """The tail shard packed again from the tail stream (written to a scratch file the
-    packer reads, then removed)."""
+def _pack_tails(
+    spec: PackSpec, split: str | None, stream: list[Piece], target: Path, mode: int
+) -> list[TailShard]:
+    """A split's tail shard packed again from its tail stream (written to a scratch file
+    the packer reads, then removed)."""
     if not stream:
         return []
     scratch = target / ".tail-stream.arrow"
@@ -233,6 +264,6 @@ def _pack_tails(spec: PackSpec, stream: list[Piece], target: Path, mode: int) ->
     )
     write_table(scratch, table, fsync=False)
     try:
-        return pack_tails(spec, [(None, scratch)], target, [None], file_mode=mode)
+        return pack_tails(spec, [(split, scratch)], target, [split], file_mode=mode)
     finally:
         scratch.unlink()

@@ -102,7 +102,7 @@ class Rewrite:
         (`curate.forget.repack`), the other shards linked."""
         from curate.accounting import packing_record
         from curate.manifest import FileRecord
-        from curate.output.hf_layout import write_hf_files
+        from curate.output.hf_layout import write_hf_dict, write_hf_files
 
         m = self.manifest
         old = {s["path"]: s for s in m["shards"]}
@@ -121,8 +121,16 @@ class Rewrite:
         m["packing"] = packing.model_dump(mode="json") if packing is not None else None
         m["tokens"] = sum(s.get("tokens") or 0 for s in done.shards)
         self.removed = done.removed
-        write_hf_files(self.target, [s["path"] for s in done.shards], m["fingerprint"])
-        written.update(("state.json", "dataset_info.json"))
+        names = list((m.get("splits") or {}).get("splits") or [])
+        if not names:
+            write_hf_files(self.target, [s["path"] for s in done.shards], m["fingerprint"])
+            written.update(("state.json", "dataset_info.json"))
+        else:
+            per_split = {n: [s["path"].removeprefix(f"{n}/") for s in done.shards
+                             if s.get("split") == n] for n in names}  # fmt: skip
+            write_hf_dict(self.target, per_split, m["fingerprint"])
+            written.add("dataset_dict.json")
+            written.update(f"{n}/{f}" for n in names for f in ("state.json", "dataset_info.json"))
         written.update(s["path"] for s in done.shards)
 
     def _shard(self, record: dict[str, Any]) -> None:
@@ -218,7 +226,10 @@ class Rewrite:
         if m.get("splits"):
             for name, split in m["splits"]["splits"].items():
                 own = [s for s in m["shards"] if s.get("split") == name]
-                split["documents"] = split["rows"] = sum(s["rows"] for s in own)
+                split["rows"] = sum(s["rows"] for s in own)
+                split["documents"] = sum(s["rows"] if s.get("documents") is None
+                                         else s["documents"] for s in own)  # fmt: skip
+                split["shards"] = len(own)
                 split["bytes"] = sum(s["bytes"] for s in own)
                 if split.get("tokens") is not None:
                     split["tokens"] = sum(s.get("tokens") or 0 for s in own)

@@ -138,3 +138,39 @@ def test_a_packed_version_is_packed_again_as_its_recipe_would(tmp_path: Path) ->
         assert not ids_in(curate.open(store, name)) & gone
     kept = [n for n, ino in untouched.items() if os.stat(store / "v1" / "shards" / n).st_ino == ino]
     assert kept and len(kept) < len(untouched)  # the partitions without them: not rewritten
+
+
+def test_packed_splits_are_packed_again_split_by_split(tmp_path: Path) -> None:
+    """With a validation split and small shards (several per partition), the rewritten v1
+    is the version forget published from the same inputs, splits record included."""
+    from test_forget import TOKENIZER
+
+    corpus(tmp_path)
+    recipe = {
+        "name": "t",
+        "inputs": ["data/*.jsonl"],
+        "partition_size": 1500,
+        "split": {"validation": 0.2},
+        "output": {"root": "out", "fsync": False, "shard_size": 700},
+        "engine": {"workers": 1},
+        "stages": [
+            {"normalize": {}},
+            {"minhash_dedup": {"threshold": 0.7}},
+            {"tokenize": {"source": TOKENIZER, "pack": {"seq_len": 16}}},
+        ],
+    }
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    store = tmp_path / "out" / "t"
+    curate.run(tmp_path / "recipe.yaml").release()
+    forget(tmp_path / "recipe.yaml", Selection(match=re.compile(NAME)), "r")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "curate.cli", "gc", str(store),
+                          "--purge-forgotten"], env=env, capture_output=True, text=True)  # fmt: skip
+    assert "t/v1: rewritten without 3" in out.stdout, out.stdout + out.stderr
+    assert verify(store / "v1") == []
+    one, two = (json.loads((store / v / "manifest.json").read_text()) for v in ("v1", "v2"))
+    assert one["splits"] == two["splits"] and one["packing"] == two["packing"]
+    assert [(s["path"], s["sha256"]) for s in one["shards"]] == [
+        (s["path"], s["sha256"]) for s in two["shards"]
+    ]
+    assert len({s["path"].split("/")[0] for s in one["shards"]}) == 2  # train/, validation/
