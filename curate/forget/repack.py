@@ -8,10 +8,11 @@ tokenized again), less the forgotten ones, by the packer that made it (its rows 
 names, `pack-<key>-<row>`); its new tail replaces its old one in the tail stream, which is
 packed again into the tail shard. Every other partition's shards are left as they are.
 
-A document's partition is where its pieces are: the partition's own shards, or, for a
-document wholly in the tail shard, its line's byte offset in the lineage side table against
-the partitions' byte ranges (or the only partition of its input). A version where this
-cannot be told (no lineage, merged shards, conversations) is not rewritten
+A row's partition is in its id (`pack[-<split>]-<key>-<row>`), so the rows of partitions
+merged into one shard at publish (`group-*.arrow`) are found too, and replaced in place. A
+document wholly in the tail shard is told by its line's byte offset in the lineage side
+table against the partitions' byte ranges (or the only partition of its input). A version
+where this cannot be told (no lineage, packed conversations) is not rewritten
 (`CannotRepack`): the purge removes it as before.
 """
 
@@ -25,10 +26,11 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from curate.lineage.table import DOCUMENTS
 from curate.output.packing import DOC_OFFSET, NUM_TOKENS, TOKENS, PackSpec
-from curate.output.shards import ShardInfo, ShardWriter, read_stream, write_table
+from curate.output.shards import ShardInfo, ShardWriter, read_stream, write_batches, write_table
 from curate.output.tails import TailShard, pack_tails
 
 PART = re.compile(r"^(?:(?P<split>[^/]+)/)?shards/part-(?P<key>[0-9a-f]+)-\d{5}\.arrow$")
@@ -46,6 +48,7 @@ class Piece:
     id: str
     tokens: np.ndarray
     before: int  # tokens of the document before this piece
+    key: str = ""  # the partition whose row holds it ("": a tail shard's)
 
 
 @dataclass
@@ -62,60 +65,75 @@ def repack(
 ) -> Repacked | None:
     """The packed shards of `source` written into `target` without the forgotten documents;
     None when no shard holds one (every shard is then linked by the caller). With splits,
-    each split's rows and tail are packed on their own, as a run packs them."""
+    each split's rows and tail are packed on their own, as a run packs them. A partition's
+    rows are known by their ids (`pack[-<split>]-<key>-<row>`), so a shard that merged small
+    partitions' rows at publish is written again with the affected ones' new rows in their
+    place."""
     packing = manifest.get("packing") or {}
     if packing.get("kind") != "tokens":
         raise CannotRepack("packed conversations")
     if not manifest.get("lineage"):
         raise CannotRepack("no lineage side table to tell a tail document's partition")
     shards = manifest["shards"]
-    groups: list[Group] = []  # (split, partition key; None: the split's tail shard)
-    for s in shards:
-        part, tail = PART.match(s["path"]), TAIL.match(s["path"])
-        split = s.get("split")
-        found = part or tail
-        if found is None or found.group("split") != split:
-            raise CannotRepack(f"{s['path']}: not a partition's shard (merged shards)")
-        groups.append((split, part.group("key") if part else None))
-    pieces = {i: list(_pieces(read_stream(source / s["path"]))) for i, s in enumerate(shards)}
+    tables = [read_stream(source / s["path"]) for s in shards]
+    keys: list[list[str] | None] = []  # each row's partition key (None: a tail shard)
+    for s, table in zip(shards, tables, strict=True):
+        keys.append(None if TAIL.match(s["path"]) else _row_keys(s, table))
+    pieces = [list(_pieces(t, k)) for t, k in zip(tables, keys, strict=True)]
     owner: dict[str, str] = {}
-    for i, (_, key) in enumerate(groups):
-        if key is not None:
-            owner.update((p.id, key) for p in pieces[i])
+    for i, k in enumerate(keys):
+        if k is not None:
+            owner.update((p.id, p.key) for p in pieces[i])
     splits: list[str | None] = list((manifest.get("splits") or {}).get("splits") or [None])
-    tail_pieces = {split: _joined([p for i, g in enumerate(groups) if g == (split, None)
-                                   for p in pieces[i]]) for split in splits}  # fmt: skip
+    tail_pieces = {split: _joined([p for i, s in enumerate(shards) if keys[i] is None
+                                   and s.get("split") == split for p in pieces[i]])
+                   for split in splits}  # fmt: skip
     _attribute(source, manifest, [p for ps in tail_pieces.values() for p in ps], owner)
-    affected = {(g[0], owner[p.id]) for i, g in enumerate(groups) for p in pieces[i]
-                if p.id in forgotten}  # fmt: skip
+    affected = {(shards[i].get("split"), p.key) for i in range(len(shards)) if keys[i]
+                for p in pieces[i] if p.id in forgotten}  # fmt: skip
     affected |= {(s, owner[p.id]) for s, ps in tail_pieces.items() for p in ps if p.id in forgotten}
     if not affected:
         return None
-    type_of = pa.ipc.open_stream(pa.memory_map(str(source / shards[0]["path"]))).schema
-    spec = PackSpec(packing["seq_len"], type_of.field(TOKENS).type.value_type)
+    spec = PackSpec(packing["seq_len"], tables[0].schema.field(TOKENS).type.value_type)
     shard_bytes = int(manifest["recipe"]["output"]["shard_size"])
     new_tails: dict[Group, list[Piece]] = {}
-    written: dict[Group, list[dict[str, Any]]] = {}
+    rows: dict[Group, list[tuple[pa.RecordBatch, int]]] = {}
+    old_ended: dict[Group, int] = {}
     removed = 0
     for split, key in sorted(affected, key=lambda g: (g[0] or "", g[1] or "")):
-        mine = _joined([p for i, g in enumerate(groups) if g == (split, key) for p in pieces[i]])
-        mine = _joined(mine + [p for p in tail_pieces[split] if owner[p.id] == key])
+        own = [p for i, s in enumerate(shards) if keys[i] and s.get("split") == split
+               for p in pieces[i] if p.key == key]  # fmt: skip
+        ids = {p.id for p in own}
+        tail = [p for p in tail_pieces[split] if owner[p.id] == key]
+        old_ended[(split, key)] = len(ids - {p.id for p in tail})
+        mine = _joined(_joined(own) + tail)
         kept = [p for p in mine if p.id not in forgotten]
         removed += len(mine) - len(kept)
-        written[(split, key)], new_tails[(split, key)] = _pack(
-            spec, split, key or "", kept, target, shard_bytes, mode
-        )
-    new = {s["path"] for ss in written.values() for s in ss}
+        rows[(split, key)], new_tails[(split, key)] = _packed(spec, split, key or "", kept)
     out: list[dict[str, Any]] = []
+    new: set[str] = set()
     for i, s in enumerate(shards):
-        if groups[i] in affected:
-            out += written.pop(groups[i], [])  # at its first shard's place; its others go
-        elif groups[i][1] is not None:
+        split, row_keys = s.get("split"), keys[i]
+        if row_keys is None:
+            continue  # tail shards: below
+        hit = [k for k in dict.fromkeys(row_keys) if (split, k) in affected]
+        if not hit:
             out.append(dict(s))
+        elif PART.match(s["path"]) and len(set(row_keys)) == 1:  # a partition's own shard
+            group = (split, hit[0])
+            if group in rows:  # at its first shard's place; its others go
+                made = _write_rows(rows.pop(group), split, hit[0], target, shard_bytes, mode)
+                out += made
+                new |= {r["path"] for r in made}
+        else:  # a merged shard: the affected partitions' rows replaced in place
+            record = _splice(s, tables[i], row_keys, rows, old_ended, target, mode)
+            out.append(record)
+            new.add(record["path"])
     order = [p["key"] for p in manifest["partitions"]]
     tails: list[TailShard] = []
     for split in splits:  # each split's tail shard, after every partition's, as a run writes
-        old = next((dict(s) for i, s in enumerate(shards) if groups[i] == (split, None)), None)
+        old = next((dict(s) for i, s in enumerate(shards)
+                    if keys[i] is None and s.get("split") == split), None)  # fmt: skip
         if not any(g[0] == split for g in affected):
             if old is not None:
                 out.append(old)
@@ -124,11 +142,57 @@ def repack(
         stream = [p for p in tail_pieces[split] if (split, owner[p.id]) not in affected]
         stream += [p for g, ps in new_tails.items() if g[0] == split for p in ps]
         stream.sort(key=lambda p: order.index(owner[p.id]))  # (stable: each one's order kept)
-        made = _pack_tails(spec, split, stream, target, mode)
-        tails += made
-        out += [t.info.to_dict() | {"split": split} for t in made]
-        new |= {t.info.path for t in made}
+        made_tails = _pack_tails(spec, split, stream, target, mode)
+        tails += made_tails
+        out += [t.info.to_dict() | {"split": split} for t in made_tails]
+        new |= {t.info.path for t in made_tails}
     return Repacked(out, tails, spec, removed, new)
+
+
+def _row_keys(shard: dict[str, Any], table: pa.Table) -> list[str]:
+    """Each packed row's partition key, from its id (`pack[-<split>]-<key>-<row>`)."""
+    split = shard.get("split")
+    prefix = f"pack-{split}" if split else "pack"
+    out = []
+    for row_id in table.column("id").to_pylist():
+        head, key, row = str(row_id).rsplit("-", 2)
+        if head != prefix or not row.isdigit():
+            raise CannotRepack(f"{shard['path']}: row {row_id!r} is not a partition's packed row")
+        out.append(key)
+    return out
+
+
+def _splice(
+    shard: dict[str, Any],
+    table: pa.Table,
+    row_keys: list[str],
+    rows: dict[Group, list[tuple[pa.RecordBatch, int]]],
+    old_ended: dict[Group, int],
+    target: Path,
+    mode: int,
+) -> dict[str, Any]:
+    """A merged shard written again: each affected partition's run of rows replaced by its
+    new rows, the others' rows as they were."""
+    split = shard.get("split")
+    batches: list[pa.RecordBatch] = []
+    documents = int(shard.get("documents") or 0)
+    at = 0
+    for key in dict.fromkeys(row_keys):
+        n = row_keys.count(key)
+        group = (split, key)
+        if group in rows:
+            batches += [b for b, _ in rows[group]]
+            documents += sum(e for _, e in rows.pop(group)) - old_ended[group]
+        else:
+            batches += table.slice(at, n).to_batches()
+        at += n
+    path = target / shard["path"]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    schema = table.schema
+    info = write_batches(path, schema, (b.cast(schema) for b in batches if b.num_rows),
+                         fsync=True, file_mode=mode, relative_to=target)  # fmt: skip
+    tokens = sum(int(pc.sum(b.column(NUM_TOKENS)).as_py() or 0) for b in batches)
+    return info.to_dict() | {"tokens": tokens, "documents": documents, "split": split}
 
 
 def _short(path: Path, spec: PackSpec) -> int:
@@ -138,18 +202,19 @@ def _short(path: Path, spec: PackSpec) -> int:
     return last if 0 < last < spec.seq_len else 0
 
 
-def _pieces(table: pa.Table) -> Iterator[Piece]:
-    """Each row's pieces of documents, in order."""
-    for tokens, ids, starts, befores in zip(
+def _pieces(table: pa.Table, keys: list[str] | None) -> Iterator[Piece]:
+    """Each row's pieces of documents, in order, with the row's partition key."""
+    for r, (tokens, ids, starts, befores) in enumerate(zip(
         table.column(TOKENS).to_numpy(zero_copy_only=False),
         table.column("doc_ids").to_pylist(),
         table.column("doc_starts").to_pylist(),
         table.column("doc_offsets").to_pylist(),
         strict=True,
-    ):
+    )):  # fmt: skip
         ends = [*starts[1:], len(tokens)]
+        key = keys[r] if keys is not None else ""
         for doc, a, b, before in zip(ids, starts, ends, befores, strict=True):
-            yield Piece(doc, np.asarray(tokens[a:b]), int(before))
+            yield Piece(doc, np.asarray(tokens[a:b]), int(before), key)
 
 
 def _joined(pieces: list[Piece]) -> list[Piece]:
@@ -158,7 +223,7 @@ def _joined(pieces: list[Piece]) -> list[Piece]:
     for p in pieces:
         last = out[-1] if out else None
         if last is not None and last.id == p.id and last.before + len(last.tokens) == p.before:
-            out[-1] = Piece(p.id, np.concatenate([last.tokens, p.tokens]), last.before)
+            out[-1] = Piece(p.id, np.concatenate([last.tokens, p.tokens]), last.before, last.key)
         else:
             out.append(p)
     return out
@@ -194,23 +259,14 @@ def _attribute(
         raise CannotRepack("a tail document has no lineage")
 
 
-def _pack(
-    spec: PackSpec,
-    split: str | None,
-    key: str,
-    docs: list[Piece],
-    target: Path,
-    shard_bytes: int,
-    mode: int,
-) -> tuple[list[dict[str, Any]], list[Piece]]:
-    """A partition's documents (of one split) packed again as the shard writer packs them;
-    its shards' records and its new tail."""
-    folder = target / split / "shards" if split else target / "shards"
-    folder.mkdir(parents=True, exist_ok=True)
-    writer = ShardWriter(folder, key, spec.output_schema(), shard_bytes, file_mode=mode,
-                         relative_to=target, split=split)  # fmt: skip
+def _packed(
+    spec: PackSpec, split: str | None, key: str, docs: list[Piece]
+) -> tuple[list[tuple[pa.RecordBatch, int]], list[Piece]]:
+    """A partition's documents (of one split) packed again by the packer that packed them:
+    its full rows (with the documents each batch ends) and its new tail."""
     packer = spec.start(key, f"pack-{split}" if split else "pack")
     dtype = spec.id_type.to_pandas_dtype()
+    out: list[tuple[pa.RecordBatch, int]] = []
     for group in _groups(docs, GROUP_BYTES // np.dtype(dtype).itemsize):
         batch = pa.record_batch(
             {
@@ -218,14 +274,34 @@ def _pack(
                 TOKENS: pa.array([d.tokens.astype(dtype) for d in group], pa.list_(spec.id_type)),
             }
         )
-        for rows, ended in packer.feed(batch):
-            writer.write(rows, documents=ended)
-    infos: list[ShardInfo] = writer.close()
+        out += list(packer.feed(batch))
     tail = packer.tail()
     left = [Piece(i, np.asarray(t), int(o)) for i, t, o in zip(
         tail.column("id").to_pylist(), tail.column(TOKENS).to_pylist(),
         tail.column(DOC_OFFSET).to_pylist(), strict=True)]  # fmt: skip
-    return [info.to_dict() | {"split": split} for info in infos], left
+    return out, left
+
+
+def _write_rows(
+    rows: list[tuple[pa.RecordBatch, int]],
+    split: str | None,
+    key: str,
+    target: Path,
+    shard_bytes: int,
+    mode: int,
+) -> list[dict[str, Any]]:
+    """A partition's rows into its own shards, cut as the shard writer cuts them."""
+    folder = target / split / "shards" if split else target / "shards"
+    folder.mkdir(parents=True, exist_ok=True)
+    schema = rows[0][0].schema if rows else None
+    if schema is None:
+        return []
+    writer = ShardWriter(folder, key, schema, shard_bytes, file_mode=mode,
+                         relative_to=target, split=split)  # fmt: skip
+    for batch, ended in rows:
+        writer.write(batch, documents=ended)
+    infos: list[ShardInfo] = writer.close()
+    return [info.to_dict() | {"split": split} for info in infos]
 
 
 def _groups(docs: list[Piece], tokens: int) -> Iterator[list[Piece]]:

@@ -174,3 +174,40 @@ def test_packed_splits_are_packed_again_split_by_split(tmp_path: Path) -> None:
         (s["path"], s["sha256"]) for s in two["shards"]
     ]
     assert len({s["path"].split("/")[0] for s in one["shards"]}) == 2  # train/, validation/
+
+
+def test_merged_shards_get_the_new_rows_in_place(tmp_path: Path) -> None:
+    """With the default shard size, small partitions' rows are merged into `group-*` shards
+    at publish; the rewrite finds each partition's rows by their ids and replaces those of
+    the affected ones in place: v1 becomes the version forget published."""
+    from test_forget import TOKENIZER
+
+    corpus(tmp_path)
+    recipe = {
+        "name": "t",
+        "inputs": ["data/*.jsonl"],
+        "partition_size": 1500,
+        "output": {"root": "out", "fsync": False},
+        "engine": {"workers": 1},
+        "stages": [
+            {"normalize": {}},
+            {"minhash_dedup": {"threshold": 0.7}},
+            {"tokenize": {"source": TOKENIZER, "pack": {"seq_len": 16}}},
+        ],
+    }
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    store = tmp_path / "out" / "t"
+    before = curate.run(tmp_path / "recipe.yaml")
+    assert any("/group-" in s["path"] for s in before.manifest["shards"])
+    before.release()
+    forget(tmp_path / "recipe.yaml", Selection(match=re.compile(NAME)), "r")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "curate.cli", "gc", str(store),
+                          "--purge-forgotten"], env=env, capture_output=True, text=True)  # fmt: skip
+    assert "t/v1: rewritten without 3" in out.stdout, out.stdout + out.stderr
+    assert verify(store / "v1") == []
+    assert not [p for p in store.rglob("*") if p.is_file() and b"Quimby" in p.read_bytes()]
+    one, two = (json.loads((store / v / "manifest.json").read_text()) for v in ("v1", "v2"))
+    assert [(s["path"], s["sha256"]) for s in one["shards"]] == [
+        (s["path"], s["sha256"]) for s in two["shards"]
+    ]
