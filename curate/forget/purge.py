@@ -3,7 +3,8 @@
 Every earlier version still holding one is rewritten without them (`curate.forget.rewrite`:
 each file holding one written anew, packed partitions packed again from their token ids,
 every other file hard-linked, the manifest and card updated, so it verifies), or, when it
-cannot be (a mixture, packed conversations), removed as gc removes a version. Either way
+cannot be (a mixture; a packed tail whose documents' partitions cannot be told), removed
+as gc removes a version. Either way
 its read lock is taken first: one a reader holds is refused by name, and the purge exits 1,
 or with `--wait` waits for it; one a live mixture draws from is refused by name. A
 removed version's shards that the newer versions share are hard links, so theirs stay. The

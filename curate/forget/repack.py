@@ -11,9 +11,11 @@ packed again into the tail shard. Every other partition's shards are left as the
 A row's partition is in its id (`pack[-<split>]-<key>-<row>`), so the rows of partitions
 merged into one shard at publish (`group-*.arrow`) are found too, and replaced in place. A
 document wholly in the tail shard is told by its line's byte offset in the lineage side
-table against the partitions' byte ranges (or the only partition of its input). A version
-where this cannot be told (no lineage, packed conversations) is not rewritten
-(`CannotRepack`): the purge removes it as before.
+table against the partitions' byte ranges, or by its input when that is one partition
+(conversations: the chat reader records no offsets). A version where this cannot be told
+(no lineage; a conversation of a tail from an input of several partitions) is not
+rewritten (`CannotRepack`): the purge removes it as before. Packed conversations are
+packed again whole, with their loss column, by the packer that made them.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.lineage.table import DOCUMENTS
+from curate.output.chat_packing import CU_SEQLENS, ChatPackSpec
 from curate.output.packing import DOC_OFFSET, NUM_TOKENS, TOKENS, PackSpec
 from curate.output.shards import ShardInfo, ShardWriter, read_stream, write_batches, write_table
 from curate.output.tails import TailShard, pack_tails
@@ -49,6 +52,7 @@ class Piece:
     tokens: np.ndarray
     before: int  # tokens of the document before this piece
     key: str = ""  # the partition whose row holds it ("": a tail shard's)
+    target: np.ndarray | None = None  # a conversation's loss column (labels or loss_mask)
 
 
 @dataclass
@@ -70,8 +74,8 @@ def repack(
     partitions' rows at publish is written again with the affected ones' new rows in their
     place."""
     packing = manifest.get("packing") or {}
-    if packing.get("kind") != "tokens":
-        raise CannotRepack("packed conversations")
+    if packing.get("kind") not in ("tokens", "conversations"):
+        raise CannotRepack(f"packing of kind {packing.get('kind')!r}")
     if not manifest.get("lineage"):
         raise CannotRepack("no lineage side table to tell a tail document's partition")
     shards = manifest["shards"]
@@ -79,7 +83,8 @@ def repack(
     keys: list[list[str] | None] = []  # each row's partition key (None: a tail shard)
     for s, table in zip(shards, tables, strict=True):
         keys.append(None if TAIL.match(s["path"]) else _row_keys(s, table))
-    pieces = [list(_pieces(t, k)) for t, k in zip(tables, keys, strict=True)]
+    spec = _spec(packing, tables[0].schema)
+    pieces = [list(_pieces(t, k, spec)) for t, k in zip(tables, keys, strict=True)]
     owner: dict[str, str] = {}
     for i, k in enumerate(keys):
         if k is not None:
@@ -94,7 +99,6 @@ def repack(
     affected |= {(s, owner[p.id]) for s, ps in tail_pieces.items() for p in ps if p.id in forgotten}
     if not affected:
         return None
-    spec = PackSpec(packing["seq_len"], tables[0].schema.field(TOKENS).type.value_type)
     shard_bytes = int(manifest["recipe"]["output"]["shard_size"])
     new_tails: dict[Group, list[Piece]] = {}
     rows: dict[Group, list[tuple[pa.RecordBatch, int]]] = {}
@@ -202,18 +206,38 @@ def _short(path: Path, spec: PackSpec) -> int:
     return last if 0 < last < spec.seq_len else 0
 
 
-def _pieces(table: pa.Table, keys: list[str] | None) -> Iterator[Piece]:
-    """Each row's pieces of documents, in order, with the row's partition key."""
-    for r, (tokens, ids, starts, befores) in enumerate(zip(
-        table.column(TOKENS).to_numpy(zero_copy_only=False),
-        table.column("doc_ids").to_pylist(),
-        table.column("doc_starts").to_pylist(),
-        table.column("doc_offsets").to_pylist(),
-        strict=True,
-    )):  # fmt: skip
+def _spec(packing: dict[str, Any], schema: pa.Schema) -> PackSpec:
+    """The packing the version was made with: token windows, or whole conversations with
+    their loss column (`labels` or `loss_mask`)."""
+    id_type = schema.field(TOKENS).type.value_type
+    if packing["kind"] == "tokens":
+        return PackSpec(packing["seq_len"], id_type)
+    target = "labels" if "labels" in schema.names else "loss_mask"
+    return ChatPackSpec(packing["seq_len"], id_type, target)
+
+
+def _pieces(table: pa.Table, keys: list[str] | None, spec: PackSpec) -> Iterator[Piece]:
+    """Each row's pieces of documents, in order, with the row's partition key (a
+    conversation is whole in its row: one piece, with its loss column)."""
+    chat = isinstance(spec, ChatPackSpec)
+    tokens_of = table.column(TOKENS).to_numpy(zero_copy_only=False)
+    ids_of = table.column("doc_ids").to_pylist()
+    if chat:
+        assert isinstance(spec, ChatPackSpec)
+        targets = table.column(spec.target).to_numpy(zero_copy_only=False)
+        for r, cu in enumerate(table.column(CU_SEQLENS).to_pylist()):
+            key = keys[r] if keys is not None else ""
+            for doc, a, b in zip(ids_of[r], cu[:-1], cu[1:], strict=True):
+                target = np.asarray(targets[r][a:b])
+                yield Piece(doc, np.asarray(tokens_of[r][a:b]), 0, key, target)
+        return
+    starts_of = table.column("doc_starts").to_pylist()
+    befores_of = table.column("doc_offsets").to_pylist()
+    for r, tokens in enumerate(tokens_of):
+        starts = starts_of[r]
         ends = [*starts[1:], len(tokens)]
         key = keys[r] if keys is not None else ""
-        for doc, a, b, before in zip(ids, starts, ends, befores, strict=True):
+        for doc, a, b, before in zip(ids_of[r], starts, ends, befores_of[r], strict=True):
             yield Piece(doc, np.asarray(tokens[a:b]), int(before), key)
 
 
@@ -223,7 +247,8 @@ def _joined(pieces: list[Piece]) -> list[Piece]:
     for p in pieces:
         last = out[-1] if out else None
         if last is not None and last.id == p.id and last.before + len(last.tokens) == p.before:
-            out[-1] = Piece(p.id, np.concatenate([last.tokens, p.tokens]), last.before, last.key)
+            out[-1] = Piece(p.id, np.concatenate([last.tokens, p.tokens]), last.before, last.key,
+                            last.target)  # fmt: skip
         else:
             out.append(p)
     return out
@@ -268,18 +293,35 @@ def _packed(
     dtype = spec.id_type.to_pandas_dtype()
     out: list[tuple[pa.RecordBatch, int]] = []
     for group in _groups(docs, GROUP_BYTES // np.dtype(dtype).itemsize):
-        batch = pa.record_batch(
-            {
-                "id": pa.array([d.id for d in group], pa.string()),
-                TOKENS: pa.array([d.tokens.astype(dtype) for d in group], pa.list_(spec.id_type)),
-            }
-        )
-        out += list(packer.feed(batch))
+        out += list(packer.feed(_batch(spec, group, tail=False)))
     tail = packer.tail()
-    left = [Piece(i, np.asarray(t), int(o)) for i, t, o in zip(
-        tail.column("id").to_pylist(), tail.column(TOKENS).to_pylist(),
-        tail.column(DOC_OFFSET).to_pylist(), strict=True)]  # fmt: skip
+    chat = isinstance(spec, ChatPackSpec)
+    targets = tail.column(spec.target).to_pylist() if isinstance(spec, ChatPackSpec) else None
+    left = []
+    ids, tokens_of = tail.column("id").to_pylist(), tail.column(TOKENS).to_pylist()
+    for r, (doc, tokens) in enumerate(zip(ids, tokens_of, strict=True)):
+        before = 0 if chat else int(tail.column(DOC_OFFSET)[r].as_py())
+        target = np.asarray(targets[r]) if targets is not None else None
+        left.append(Piece(doc, np.asarray(tokens), before, "", target))
     return out, left
+
+
+def _batch(spec: PackSpec, docs: list[Piece], tail: bool) -> pa.RecordBatch:
+    """Documents as the packer takes them (`tail`: as a partition's tail is staged)."""
+    dtype = spec.id_type.to_pandas_dtype()
+    columns: dict[str, pa.Array] = {
+        "id": pa.array([d.id for d in docs], pa.string()),
+        TOKENS: pa.array([d.tokens.astype(dtype) for d in docs], pa.list_(spec.id_type)),
+    }
+    if isinstance(spec, ChatPackSpec):
+        kind = spec.target_type()
+        columns[spec.target] = pa.array(
+            [np.asarray(d.target).astype(kind.to_pandas_dtype()) for d in docs], pa.list_(kind)
+        )
+    elif tail:
+        columns[DOC_OFFSET] = pa.array([d.before for d in docs], pa.int64())
+    schema = spec.tail_schema() if tail else None
+    return pa.record_batch(columns, schema=schema)
 
 
 def _write_rows(
@@ -327,17 +369,7 @@ def _pack_tails(
     if not stream:
         return []
     scratch = target / ".tail-stream.arrow"
-    id_type = spec.id_type
-    table = pa.table(
-        {
-            "id": pa.array([p.id for p in stream], pa.string()),
-            TOKENS: pa.array(
-                [p.tokens.astype(id_type.to_pandas_dtype()) for p in stream], pa.list_(id_type)
-            ),
-            DOC_OFFSET: pa.array([p.before for p in stream], pa.int64()),
-        },
-        schema=spec.tail_schema(),
-    )
+    table = pa.Table.from_batches([_batch(spec, stream, tail=True)])
     write_table(scratch, table, fsync=False)
     try:
         return pack_tails(spec, [(split, scratch)], target, [split], file_mode=mode)

@@ -19,10 +19,9 @@ exclusions would be, as long as the inputs it was built from are what they were.
 built beside the version and swapped in by two renames (`curate.gc.rewrite_named`), and
 leaves `.index`: it no longer holds what its fingerprint builds. A file hard-linked into
 several versions is rewritten in each (every version stays whole on its own). Not
-rewritten, but removed as before: mixtures (an index of other versions' rows), packed
-conversations, and packed versions where a document's partition cannot be told
-(`unfit`, `CannotRepack`). `statistics.json` keeps its figures (no document in them can be
-told apart).
+rewritten, but removed as before: mixtures (an index of other versions' rows), and packed
+versions where a tail document's partition cannot be told (`unfit`, `CannotRepack`).
+`statistics.json` keeps its figures (no document in them can be told apart).
 """
 
 from __future__ import annotations
@@ -48,8 +47,6 @@ def unfit(manifest: dict[str, Any]) -> str | None:
     names = {f["name"] for f in manifest.get("schema") or []}
     if manifest.get("mixture") is not None:
         return "a mixture (an index of other versions' rows)"
-    if "cu_seqlens" in names:
-        return "packed conversations (whole ones per row: not packed again here)"
     if "id" not in names:
         return "its shards have no id column"
     return None

@@ -213,3 +213,48 @@ def test_merged_shards_get_the_new_rows_in_place(tmp_path: Path) -> None:
     assert [(s["path"], s["sha256"]) for s in one["shards"]] == [
         (s["path"], s["sha256"]) for s in two["shards"]
     ]
+
+
+def test_packed_conversations_are_packed_again(tmp_path: Path) -> None:
+    """Fine-tuning rows (whole conversations, `cu_seqlens`, labels) with a validation split:
+    the rewritten v1 is the version forget published, byte for byte. (The chat reader keeps
+    no line offsets in the lineage, so a conversation wholly in a tail shard is placed by its
+    input: one partition per input here; with more, the version is removed instead.)"""
+    sys.path.insert(0, str(REPO / "tests" / "chat"))
+    from chat_fixtures import conversations
+    from conftest import write_jsonl
+
+    convs = conversations(160, seed=4)
+    for i in (5, 70, 140):
+        convs[i] = [{"role": "user", "content": f"Please write to {NAME} about case {i}."},
+                    {"role": "assistant", "content": "Done."}]  # fmt: skip
+    records = [{"id": f"c{i:03d}", "messages": m} for i, m in enumerate(convs)]
+    write_jsonl(tmp_path / "data" / "a.jsonl", records[:100])
+    write_jsonl(tmp_path / "data" / "b.jsonl", records[100:])
+    tokenizer = REPO / "sample_data" / "chat" / "tokenizer"
+    recipe = {
+        "name": "sft",
+        "inputs": ["data/*.jsonl"],
+        "id_field": "id",
+        "chat": {"shape": "messages"},
+        "partition_size": "1MB",
+        "stages": [{"chat_template": {"source": str(tokenizer), "pack": {"seq_len": 1024}}}],
+        "split": {"validation": 0.2},
+        "output": {"root": "out", "fsync": False, "shard_size": "8KB"},
+        "engine": {"workers": 1},
+    }
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    store = tmp_path / "out" / "sft"
+    curate.run(tmp_path / "recipe.yaml").release()
+    done = forget(tmp_path / "recipe.yaml", Selection(match=re.compile(NAME)), "r")
+    assert done.found == 3
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-m", "curate.cli", "gc", str(store),
+                          "--purge-forgotten"], env=env, capture_output=True, text=True)  # fmt: skip
+    assert "sft/v1: rewritten without 3" in out.stdout, out.stdout + out.stderr
+    assert verify(store / "v1") == []
+    one, two = (json.loads((store / v / "manifest.json").read_text()) for v in ("v1", "v2"))
+    assert one["packing"]["kind"] == "conversations" and one["packing"] == two["packing"]
+    assert [(s["path"], s["sha256"]) for s in one["shards"]] == [
+        (s["path"], s["sha256"]) for s in two["shards"]
+    ]
