@@ -28,6 +28,19 @@ at 10^6 lines, 207 MiB at 10^7 (1.13x); with small parts kept in memory, as befo
 change, 194 and 545 MiB (2.81x). End to end at 10^5 and 10^6 lines (both one bucket,
 so not the target's regime): 402 and 612 MiB summed over the tree.
 
+End to end, 10^7 against 10^8 lines (2026-12-04, the command below, busy 2-core VM):
+before, peak tree RSS 1620 -> 2516 MiB (1.55x), one process 1117 -> 2516 MiB (2.25x),
+missing the target. Sampling each process's RSS with the driver's steps marked showed the
+decision was not the cause: the driver peaked at 1149 MiB (10^7: its one bucket and the
+sort in `repeated`) and 1253 MiB (10^8: one of 9 buckets), 1.09x. The 2.5 GB came after
+the last pass, at publish: the lineage side table was built by a polars hash join of
+every document's staged row with its place in the shards (5 million documents: 2.2 GB
+anon for ~25 s). It now pairs the rows as it reads them when both list the same ids in
+the same order (`curate.lineage.publish`; same bytes). After: peak tree RSS 1613 -> 1673
+MiB (1.04x), one process 1129 -> 1229 MiB (1.09x), the driver's decision at both sizes;
+decide 9.0 and 122.9 s, wall 37 and 414 s (load 3-4 from other sessions). Figures and
+phases: `benchmarks/results/line_dedup_memory.md`.
+
 The corpus: documents of 20 lines of ~60 bytes (8 words of a 50,000-word vocabulary);
 30% of lines are drawn from 2,000 boilerplate lines, the rest are unique. Parquet files
 of 200,000 documents. Each size runs `curate run` with one `line_dedup: {}` stage,

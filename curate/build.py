@@ -472,13 +472,13 @@ def _lineage(
     recipe: Recipe,
 ) -> list[FileRecord]:
     """The version's lineage side table (`curate.lineage`), from what the final pass staged."""
-    from curate.lineage.publish import staged_sources, write_lineage
+    from curate.lineage.publish import staged_tables, write_lineage
 
     inputs = {f.name: i for i, f in enumerate(files)}
     by_key = {p.key: p for p in partitions}
     parts = [(rec.input, rec.files.lineage, _lines_before(by_key.get(rec.partition)))
              for rec in records]  # fmt: skip
-    sources = staged_sources(parts, inputs, staging.resolve)
+    sources = partial(staged_tables, parts, inputs, staging.resolve)
     out = recipe.output
     return write_lineage(staging.out, sources, shards, fsync=out.fsync,
                          file_mode=int(out.file_mode, 8))  # fmt: skip
