@@ -1,7 +1,10 @@
 """`curate forget` of 100 documents spread over a packed, tokenized version, against a full
 rebuild with the same exclusions (issue 20): wall and CPU seconds of each, the bytes forget
 wrote (files of the new version that are not hard links to the previous one's) against the
-version's, and whether both give the same shards.
+version's, and whether both give the same shards. Then `curate gc --purge-forgotten`, which
+rewrites the earlier version without them (`curate.forget.rewrite`): its wall and CPU
+seconds, the bytes it wrote (files of the rewritten version that are not the files it had),
+and whether the rewritten version verifies and equals the one forget published.
 
 Builds the version (normalize, exact_dedup, tokenize with pack, sample_data's tokenizer; the
 stage cache on) from the seeded identity corpus (22 MB, benchmarks/identity_corpus.py) or
@@ -125,8 +128,16 @@ def main() -> None:
     Store(WORK / "rebuild" / "out", "forget").save_own(".forget", "exclusions.json",
                                                        exclusions.read_text())  # fmt: skip
     rebuild = timed("run", str(rebuild_recipe), "--quiet")
+    inodes = {os.stat(p).st_ino for p in before.rglob("*") if p.is_file()}
+    purge = timed("gc", str(before.parent), "--purge-forgotten")
+    from curate.verify import verify
+
+    rewritten = listed(before)
+    purge_fresh = [f for f in rewritten if os.stat(before / str(f["path"])).st_ino not in inodes]
     shards = [(s["path"], s["sha256"]) for s in json.loads((after / "manifest.json").read_text())
               ["shards"]]  # fmt: skip
+    purged_shards = [(s["path"], s["sha256"]) for s in json.loads(
+        (before / "manifest.json").read_text())["shards"]]  # fmt: skip
     rebuilt = [(s["path"], s["sha256"]) for s in json.loads(
         (latest(WORK / "rebuild") / "manifest.json").read_text())["shards"]]  # fmt: skip
     result = {
@@ -140,6 +151,11 @@ def main() -> None:
         "forget_bytes_written": sum(int(f["bytes"]) for f in fresh),  # type: ignore[call-overload]
         "files_written": f"{len(fresh)} of {len(files)}",
         "same_shards_as_rebuild": shards == rebuilt,
+        "purge_wall_cpu": purge,
+        "purge_bytes_written": sum(int(f["bytes"]) for f in purge_fresh),  # type: ignore[call-overload]
+        "purge_files_written": f"{len(purge_fresh)} of {len(rewritten)}",
+        "purged_version_verifies": verify(before) == [],
+        "purged_version_equals_forgets": purged_shards == shards,
     }
     print(json.dumps(result))
 

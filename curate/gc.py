@@ -175,6 +175,14 @@ def remove_named(dataset: Path, names: list[str], dry_run: bool) -> list[Action]
     return actions
 
 
+class NotRewritten(Exception):
+    """Raised by a `rewrite_named` writer: this version cannot be rewritten (the reason)."""
+
+
+NOT_REWRITTEN = "not rewritten"
+PURGING = ".staging-purge-"  # a version being written again (never a run's: not hex)
+
+
 def rewrite_named(
     dataset: Path, names: list[str], write: Callable[[Path, Path], int], dry_run: bool
 ) -> list[Action]:
@@ -182,11 +190,12 @@ def rewrite_named(
     (`curate.forget.rewrite`: without the forgotten documents), under the same rules as
     `remove_named`: one a reader holds, or a live mixture draws from, is refused by name.
 
-    The new folder is made beside the version as `.staging-purge-<version>` (a crash leaves
-    a leftover the next gc removes), the version is unlisted from `.index` (it no longer
-    holds what its fingerprint builds), renamed to `.deleting-<version>-<pid>`, the new
-    folder renamed into its place, and the old one deleted: killed between the two renames,
-    the version is gone, as a purge that removes it leaves it."""
+    The new folder is made beside the version as `.staging-purge-<version>` (only a purge
+    makes one, holding the gc lock, so one found here is an interrupted purge's: removed
+    first), the version is unlisted from `.index` (it no longer holds what its fingerprint
+    builds), renamed to `.deleting-<version>-<pid>`, the new folder renamed into its place,
+    and the old one deleted: killed between the two renames, the version is gone, as a
+    purge that removes it leaves it (the next gc deletes the `.deleting-*` folder)."""
     held = Folder.open(dataset)
     mode = os.fstat(held.fd).st_mode & 0o777
     store = Store(dataset.parent, dataset.name, dir_mode=mode, file_mode=mode & 0o666)
@@ -194,6 +203,9 @@ def rewrite_named(
     actions: list[Action] = []
     try:
         with contextlib.nullcontext() if dry_run else _gc_lock(store):
+            for item in [] if dry_run else held.scandir():
+                if item.name.startswith(PURGING) and item.is_dir(follow_symlinks=False):
+                    held.remove_tree(item.name)
             mixed = referenced(dataset, held, prune=False)
             for entry in versions(dataset, held):
                 label = f"{dataset.name}/{entry.name}"
@@ -214,15 +226,17 @@ def rewrite_named(
 def _rewrite_version(store: Store, entry: Entry, write: Callable[[Path, Path], int]) -> Action:
     label = f"{store.name}/{entry.name}"
     dataset = store.dataset()
-    new = f".staging-purge-{entry.name}"
+    new = f"{PURGING}{entry.name}"
     try:
         with store.locks() as locks, store.try_exclusive(locks, f"{entry.name}.lock") as free:
             if not free:
                 return Action(label, "kept, a reader holds it", refused=True)
-            with contextlib.suppress(FileNotFoundError):
-                dataset.remove_tree(new)  # an earlier, interrupted purge's
             with dataset.folder(new, 0o700) as folder:
-                gone = write(store.path / entry.name, store.path / new)
+                try:
+                    gone = write(store.path / entry.name, store.path / new)
+                except NotRewritten as exc:
+                    dataset.remove_tree(new)
+                    return Action(label, f"{NOT_REWRITTEN} ({exc})")
                 folder.chmod(os.stat(store.path / entry.name).st_mode & 0o777)
             _unlist(store, entry)
             doomed = f".deleting-{entry.name}-{os.getpid()}"

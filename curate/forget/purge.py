@@ -1,20 +1,21 @@
 """`curate gc --purge-forgotten`: no forgotten document left anywhere under the output root.
 
-Every earlier version still holding one is rewritten without them when its shards hold a
-row per document (`curate.forget.rewrite`: each file holding one written anew, every other
-file hard-linked, the manifest and card updated, so it verifies), else (packed rows, a
-mixture) removed as gc removes a version. Either way its read lock is taken first: one a
-reader holds is refused by name, and the purge exits 1, or with `--wait` waits for it; one
-a live mixture draws from is refused by name. A removed version's shards that the newer
-versions share are hard links, so theirs stay. The stage cache is freed when an
-entry holds one (entries are keyed by what they were computed from, so none can be
-rewritten in place; the next run computes them again, keeping none for a partition that
-holds a forgotten document). The latest version must hold none: `curate forget` first.
-An export under the root made from a version holding one is refused by name (it is the
-user's to delete or redo). What lies outside the root (exports written elsewhere,
+Every earlier version still holding one is rewritten without them (`curate.forget.rewrite`:
+each file holding one written anew, packed partitions packed again from their token ids,
+every other file hard-linked, the manifest and card updated, so it verifies), or, when it
+cannot be (a mixture; a packed tail whose documents' partitions cannot be told), removed
+as gc removes a version. Either way
+its read lock is taken first: one a reader holds is refused by name, and the purge exits 1,
+or with `--wait` waits for it; one a live mixture draws from is refused by name. A
+removed version's shards that the newer versions share are hard links, so theirs stay. The
+stage cache is freed when an entry holds one (entries are keyed by what they were computed
+from, so none can be rewritten in place; the next run computes them again, keeping none for
+a partition that holds a forgotten document). The latest version must hold none: `curate
+forget` first. An export under the root made from a version holding one is refused by
+name (it is the user's to delete or redo). What lies outside the root (exports written elsewhere,
 `to_dataset` views) is named, not removed and not refused: the purge answers for the root;
-the versions it removed are noted (`where.remember_purged`) so `--where` keeps naming what
-was made from them.
+the versions it removed or rewrote are noted (`where.remember_purged`) so `--where` keeps
+naming what was made from them before.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.errors import CurateError
+from curate.forget.repack import CannotRepack
 from curate.forget.rewrite import Rewrite, unfit
 from curate.forget.where import (
     by_owner,
@@ -36,7 +38,14 @@ from curate.forget.where import (
     remember_purged,
     store_of,
 )
-from curate.gc import Action, clear_cache, remove_named, rewrite_named
+from curate.gc import (
+    NOT_REWRITTEN,
+    Action,
+    NotRewritten,
+    clear_cache,
+    remove_named,
+    rewrite_named,
+)
 from curate.stages.examples import key_of
 from curate.store import Store
 
@@ -78,13 +87,19 @@ def _purge(dataset: Path, dry_run: bool) -> list[Action]:
         if h.outside and h.kind != "input"
     ]
     rewritten = [v for v in doomed if unfit(_manifest(store.path / v)) is None]
-    actions += rewrite_named(store.path, rewritten, _writer(store), dry_run)
-    doomed = [v for v in doomed if v not in rewritten]  # packed rows, mixtures: removed
+    tried = rewrite_named(store.path, rewritten, _writer(store), dry_run)
+    actions += tried
+    left = {a.path for a in tried if a.outcome.startswith(NOT_REWRITTEN)}
+    rewritten = [v for v in rewritten if f"{store.name}/{v}" not in left]
+    doomed = [v for v in doomed if v not in rewritten]  # what cannot be: removed
     paths = {v: str((store.path / v).resolve()) for v in doomed}
     removed = remove_named(store.path, doomed, dry_run)
     actions += removed
     done = {a.path for a in removed if a.outcome == "removed"}
-    gone = {paths[v]: v for v in doomed if f"{store.name}/{v}" in done}
+    gone = {paths[v]: f"{v} (purged)" for v in doomed if f"{store.name}/{v}" in done}
+    done = {a.path for a in tried if a.outcome.startswith("rewritten")}
+    gone |= {str((store.path / v).resolve()): f"{v} (as it was before the purge rewrote it)"
+             for v in rewritten if f"{store.name}/{v}" in done}  # fmt: skip
     if gone and not dry_run:
         remember_purged(store, gone)
     if any(h.kind == "cache" for h in found):
@@ -105,4 +120,11 @@ def _writer(store: Store) -> Callable[[Path, Path], int]:
     exclusions, ids = forgotten_ids(store)
     keys = tuple(sorted(key_of(i) for i in ids))
     lines = forgotten_lines(exclusions)
-    return lambda source, target: Rewrite(source, target, ids, keys, lines).run()
+
+    def write(source: Path, target: Path) -> int:
+        try:
+            return Rewrite(source, target, ids, keys, lines).run()
+        except CannotRepack as exc:
+            raise NotRewritten(str(exc)) from None
+
+    return write

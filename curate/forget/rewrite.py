@@ -1,22 +1,27 @@
 """An earlier version rewritten without the forgotten documents (`gc --purge-forgotten`).
 
-A version that still holds a forgotten document is rewritten, not removed, when each of its
-files can lose the document's rows on its own: its shards hold one row per document (an
-`id` column). Every file that holds one is written anew without those rows (shards,
-`rejected/`, `examples/`, `quarantine/`, and the lineage side table with each row number
-shifted past the rows gone); every other file is hard-linked from the version as it was, so
-the bytes the version shares with others stay shared; the manifest says what went
-(`counts`, `forgotten.purged`), lists the new files' sizes and checksums, and the card is
-written again from it, so the version verifies. It is built beside the version and swapped
-in by two renames (`curate.gc.replace_version`). A file hard-linked into several versions
-is rewritten in each of them (each gets its own copy: every version stays whole on its own).
+A version that still holds a forgotten document is rewritten, not removed. Every file that
+holds one is written anew without it; every other file is hard-linked from the version as
+it was, so the bytes the version shares with others stay shared:
 
-A version of packed rows (a document's tokens spread over rows and shards, and rows filled
-from the next document) cannot lose a document without packing its partition again from
-the documents' token ids, nor a mixture (an index of another version's rows): those are
-removed as before (`unfit` says why). The rewritten version no longer holds what its
-fingerprint builds, so its `.index` entry goes: no run finds it by fingerprint.
-`statistics.json` keeps its figures (histograms: no document in them can be told apart).
+- shards of one row per document lose those rows; packed shards (a document's tokens run
+  over rows, shards and the tail shard) have the partitions holding one packed again from
+  their documents' token ids, never tokenized again (`curate.forget.repack`);
+- `rejected/`, `examples/` (by the id's hash) and `quarantine/` (by file and offset) lose
+  their rows; the lineage side table is joined again to where each document is now;
+- the manifest says what went (`counts`, `forgotten.purged`) and lists the new files' sizes
+  and checksums (and the packing record); the card and the datasets files are written
+  again from it, so the version verifies.
+
+A version built from the same inputs by the same recipe comes out as the version `curate
+forget` published, byte for byte; in general, as a build of its own recipe with the
+exclusions would be, as long as the inputs it was built from are what they were. It is
+built beside the version and swapped in by two renames (`curate.gc.rewrite_named`), and
+leaves `.index`: it no longer holds what its fingerprint builds. A file hard-linked into
+several versions is rewritten in each (every version stays whole on its own). Not
+rewritten, but removed as before: mixtures (an index of other versions' rows), and packed
+versions where a tail document's partition cannot be told (`unfit`, `CannotRepack`).
+`statistics.json` keeps its figures (no document in them can be told apart).
 """
 
 from __future__ import annotations
@@ -31,11 +36,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.excluded_rows import hits
+from curate.forget.repack import repack
 from curate.lineage.publish import write_lineage_table
 from curate.lineage.table import DOCUMENTS
 from curate.output.shards import write_table
-
-PACKED = ("doc_ids", "cu_seqlens")
 
 
 def unfit(manifest: dict[str, Any]) -> str | None:
@@ -43,8 +47,6 @@ def unfit(manifest: dict[str, Any]) -> str | None:
     names = {f["name"] for f in manifest.get("schema") or []}
     if manifest.get("mixture") is not None:
         return "a mixture (an index of other versions' rows)"
-    if manifest.get("packing") is not None or names & set(PACKED):
-        return "packed rows (its partitions would have to be packed again)"
     if "id" not in names:
         return "its shards have no id column"
     return None
@@ -69,20 +71,22 @@ class Rewrite:
         self.file_mode = mode | 0o200  # written, then sealed read-only again
         self.read_only = mode & 0o444
         self.removed = 0  # documents gone from the shards
-        self.kept: dict[int, np.ndarray] = {}  # shard index -> which of its rows stay
 
     def run(self) -> int:
         """Write the new version; the documents it lost."""
         m = self.manifest
         written: set[str] = {"manifest.json"}
-        for i, record in enumerate(m["shards"]):
-            written.add(record["path"])
-            self._shard(i, record)
+        written.update(s["path"] for s in m["shards"])
+        if m.get("packing") is not None:
+            self._packed(written)
+        else:
+            for record in m["shards"]:
+                self._shard(record)
         for kind in ("rejected", "examples", "quarantine"):
             for record in m.get(kind) or []:
                 written.add(record["path"])
                 self._side(record, kind)
-        if m.get("lineage") and self.kept:
+        if m.get("lineage") and self.removed:
             written.update(r["path"] for r in m["lineage"])
             self._lineage()
         self._link_rest(written)
@@ -90,7 +94,43 @@ class Rewrite:
         return self.removed
 
     # -- files --------------------------------------------------------------------------
-    def _shard(self, index: int, record: dict[str, Any]) -> None:
+    def _packed(self, written: set[str]) -> None:
+        """Packed rows: the partitions holding a forgotten document packed again
+        (`curate.forget.repack`), the other shards linked."""
+        from curate.accounting import packing_record
+        from curate.manifest import FileRecord
+        from curate.output.hf_layout import write_hf_dict, write_hf_files
+
+        m = self.manifest
+        old = {s["path"]: s for s in m["shards"]}
+        done = repack(self.source, self.target, m, frozenset(self.ids), self.file_mode)
+        if done is None:
+            for path in old:
+                self._link(path)
+            return
+        for s in done.shards:
+            if old.get(s["path"]) == s:  # the same bytes: the same file, shared as before
+                (self.target / s["path"]).unlink(missing_ok=s["path"] not in done.written)
+                self._link(s["path"])
+        m["shards"] = done.shards
+        records = [FileRecord(**s) for s in done.shards]
+        packing = packing_record(done.spec, records, done.tails)
+        m["packing"] = packing.model_dump(mode="json") if packing is not None else None
+        m["tokens"] = sum(s.get("tokens") or 0 for s in done.shards)
+        self.removed = done.removed
+        names = list((m.get("splits") or {}).get("splits") or [])
+        if not names:
+            write_hf_files(self.target, [s["path"] for s in done.shards], m["fingerprint"])
+            written.update(("state.json", "dataset_info.json"))
+        else:
+            per_split = {n: [s["path"].removeprefix(f"{n}/") for s in done.shards
+                             if s.get("split") == n] for n in names}  # fmt: skip
+            write_hf_dict(self.target, per_split, m["fingerprint"])
+            written.add("dataset_dict.json")
+            written.update(f"{n}/{f}" for n in names for f in ("state.json", "dataset_info.json"))
+        written.update(s["path"] for s in done.shards)
+
+    def _shard(self, record: dict[str, Any]) -> None:
         table = _read(self.source / record["path"])
         hit = hits(table, self.ids) if self.ids and table is not None else None
         n = int(pc.sum(hit).as_py() or 0) if hit is not None else 0
@@ -98,7 +138,6 @@ class Rewrite:
             self._link(record["path"])
             return
         assert hit is not None and table is not None
-        self.kept[index] = ~np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
         table = table.filter(pc.invert(hit))
         info = self._write(record["path"], table)
         record.update(rows=table.num_rows, bytes=info.bytes, sha256=info.sha256)
@@ -133,18 +172,17 @@ class Rewrite:
             record["rows"] = table.num_rows
 
     def _lineage(self) -> None:
-        """The side table less the forgotten documents, each row number in a rewritten shard
-        moved up past the rows gone before it."""
+        """The side table less the forgotten documents, each joined again to where it is in
+        the shards now (`curate.lineage.publish`: rows moved up, or packed again)."""
+        from curate.lineage.publish import lineage_table, shard_positions
+        from curate.manifest import FileRecord
+
         table = _read(self.source / DOCUMENTS)
         assert table is not None
-        table = table.filter(pc.invert(hits(table, self.ids)))
-        shard = table.column("shard").to_numpy()
-        row = table.column("row").to_numpy().copy()
-        for index, kept in self.kept.items():
-            new = np.cumsum(kept) - 1  # old row -> new row, for the rows that stay
-            at = shard == index
-            row[at] = new[row[at]]
-        table = table.set_column(table.schema.get_field_index("row"), "row", pa.array(row))
+        sources = table.filter(pc.invert(hits(table, self.ids)))
+        sources = sources.select(["id", "input", "line", "offset", "changed", "pii"])
+        shards = [FileRecord(**s) for s in self.manifest["shards"]]
+        table = lineage_table(sources, shard_positions(self.target, shards))
         (self.target / "lineage").mkdir(exist_ok=True)
         records = write_lineage_table(self.target, table, fsync=True, file_mode=self.file_mode)
         self.manifest["lineage"] = [r.model_dump(mode="json") for r in records]
@@ -185,7 +223,13 @@ class Rewrite:
         if m.get("splits"):
             for name, split in m["splits"]["splits"].items():
                 own = [s for s in m["shards"] if s.get("split") == name]
-                split["documents"] = split["rows"] = sum(s["rows"] for s in own)
+                split["rows"] = sum(s["rows"] for s in own)
+                split["documents"] = sum(s["rows"] if s.get("documents") is None
+                                         else s["documents"] for s in own)  # fmt: skip
+                split["shards"] = len(own)
+                split["bytes"] = sum(s["bytes"] for s in own)
+                if split.get("tokens") is not None:
+                    split["tokens"] = sum(s.get("tokens") or 0 for s in own)
         m["forgotten"] = {**(m.get("forgotten") or {}), "purged": self.removed}
         if m.get("card") is not None:
             card = write_card(self.target, Manifest.model_validate(m), mode=self.file_mode,

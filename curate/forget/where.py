@@ -17,6 +17,7 @@ an input). Nothing read is printed but paths and counts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator
@@ -100,8 +101,9 @@ def holders(dataset: Path) -> list[Holder]:
     for v in list(by_owner(found, "version")):
         for mixture in drawn_from(store.path / v):
             found.append(Holder(mixture, "mixture", 0, v))
-    affected |= purged(store)  # gone from the root, but what was made from them may not be
-    for export, owner in _exports(store, affected):
+    noted = purged(store)  # gone from the root, but what was made from them may not be
+    affected |= noted
+    for export, owner in _exports(store, affected, set(noted)):
         found.append(Holder(export, "export", 0, owner, outside=not _under(export, store.root)))
     for view, owner in _views(affected):
         found.append(Holder(view, "view", 0, owner, outside=not _under(view, store.root)))
@@ -116,36 +118,47 @@ PURGED = "purged.json"
 
 
 def remember_purged(store: Store, removed: dict[str, str]) -> None:
-    """Note the versions a purge removed (real path -> name), so that `--where` still names
-    the exports and views made from them, outside the root."""
+    """Note the versions a purge removed or rewrote (real path -> how `--where` names it), so
+    that `--where` still names the exports and views made from them before, outside the
+    root."""
     notes = purged(store) | removed
     store.save_own(FOLDER, PURGED, json.dumps(notes, indent=1, sort_keys=True) + "\n")
 
 
 def purged(store: Store) -> dict[str, str]:
-    """Versions the purge removed: real path -> "vN (purged)"."""
+    """Versions the purge removed or rewrote: real path -> "vN (purged)", or "vN (as it was
+    before the purge rewrote it)"."""
     text = store.read_own(FOLDER, PURGED)
     try:
         notes = json.loads(text) if text else {}
-        return {str(k): f"{str(v).removesuffix(' (purged)')} (purged)" for k, v in notes.items()}
+        return {str(k): str(v) for k, v in notes.items()}
     except (ValueError, AttributeError):
         return {}
 
 
-def _exports(store: Store, affected: dict[str, str]) -> Iterator[tuple[Path, str]]:
+def _exports(store: Store, affected: dict[str, str], noted: set[str]) -> Iterator[tuple[Path, str]]:
     """Export folders whose `export.json` names an affected version: under the root, and
     wherever the export noted it went (`curate.export.record.remember`). Their files are not
-    searched: they were made from it, so they hold what it held."""
+    searched: they were made from it, so they hold what it held. One made from a rewritten
+    version after the purge (the manifest it names is the one there now) holds nothing."""
     folders = {record.parent for record in store.root.rglob(EXPORT_MANIFEST)}
     folders.update(known_exports(store.path))
     for folder in sorted(folders):
         try:
-            source = json.loads((folder / EXPORT_MANIFEST).read_text())["source"]["path"]
+            source = json.loads((folder / EXPORT_MANIFEST).read_text())["source"]
+            path, made_from = str(Path(source["path"]).resolve()), source["manifest_sha256"]
         except (OSError, ValueError, KeyError, TypeError):
             continue
-        owner = affected.get(str(Path(source).resolve()))
-        if owner is not None:
+        owner = affected.get(path)
+        if owner is not None and not (path in noted and _manifest_sha(path) == made_from):
             yield folder, owner
+
+
+def _manifest_sha(version: str) -> str | None:
+    try:
+        return hashlib.sha256((Path(version) / "manifest.json").read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def _views(affected: dict[str, str]) -> Iterator[tuple[Path, str]]:
