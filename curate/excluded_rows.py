@@ -12,9 +12,14 @@ forgotten`), so the counts reconcile wherever that is:
   file (left by a crashed run too) holds it. Before that, it runs through the map stages
   in memory as every document does, because a barrier's summary is of the text those
   stages leave (normalize before MinHash), and a filter dropping it there keeps it out of
-  the barrier as in the rebuild. Between two barriers it is staged as every document is
-  (the second barrier needs its text as the stages between them leave it): the one place
-  its text is written, deleted with the staging folder at publish.
+  the barrier as in the rebuild.
+- **Two barriers with no map stage between them** (exact_dedup then minhash_dedup, as the
+  sample recipes have it): the first barrier's pass makes the second one's summary of it
+  too, from the same text, and stages that (`ahead-*.arrow`: hashes, signatures) instead
+  of the document; the second barrier's pass adds it to its own summaries unless the
+  first barrier's decision dropped it (`ahead_summaries`). Otherwise, between two barriers
+  it is staged as every document is (the second needs its text as the stages between them
+  leave it): the one place its text is written, deleted with the staging folder.
 - **On entering the final pass**, without a barrier at all (right after reading), or when
   an earlier pass could not leave it out (its rows were not written again, but named in a
   stage-cache entry or the previous staging: `curate.engines.staged_rows`).
@@ -34,13 +39,16 @@ document they see (figures, no text); examples never show it.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.io.batches import ID, QuarantineRecord
+from curate.io.batches import ID, QuarantineRecord, with_partition
+from curate.io.partitions import Partition
+from curate.output.shards import read_stream
 from curate.staging.names import Staging
 
 Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
@@ -91,3 +99,25 @@ def listed(
         return records, 0
     kept = [r for r in records if r.offset is None or (r.file, r.offset) not in excluded]
     return kept, len(records) - len(kept)
+
+
+def ahead_summaries(
+    staging: Staging, k: int, partition: Partition, drops: Any
+) -> Iterator[pa.RecordBatch]:
+    """The next barrier's summaries of forgotten documents that pass k (a barrier's pass)
+    made for this pass, less those its decision dropped (a dropped document takes part in no
+    later barrier, as in a run that staged it): what this pass adds to its own."""
+    if k < 0:
+        return
+    path = staging.record(k, partition.key)
+    if not path.exists():
+        return
+    files = json.loads(path.read_text()).get("ahead") or []
+    dropped = drops.ids if drops is not None else pa.array([], pa.string())
+    for info in files:
+        for batch in read_stream(staging.root / info["path"]).to_batches():
+            batch = with_partition(batch, partition.index)
+            if len(dropped):
+                batch = batch.filter(pc.invert(pc.is_in(batch.column(ID), value_set=dropped)))
+            if batch.num_rows:
+                yield batch

@@ -10,6 +10,7 @@ from curate.engines.tasks import PassTask, RunSettings
 from curate.io.partitions import Partition
 from curate.plan import Segment
 from curate.progress import ProgressFn, no_progress
+from curate.stages.base import BarrierStage
 from curate.staging.names import Staging
 from curate.staging.record import PartitionRecord
 
@@ -25,6 +26,9 @@ class Job:
     partitions: list[Partition]
     settings: RunSettings
     cache: CachePlan | None = None
+
+    def _ahead(self, pass_index: int) -> BarrierStage | None:
+        return _next_summarized_here(self.segments, pass_index)
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
         seg = self.segments[pass_index]
@@ -42,7 +46,21 @@ class Job:
             barrier_position=self.barrier_positions[pass_index],
             cache=self.cache.for_task(pass_index, partition) if self.cache is not None else None,
             summaries_ahead=any(s.barrier is not None for s in self.segments[pass_index + 1 :]),
+            ahead=self._ahead(pass_index),
         )
+
+
+def _next_summarized_here(segments: list[Segment], k: int) -> BarrierStage | None:
+    """The next pass's barrier, when this pass can summarize forgotten documents for it
+    (`curate.excluded_rows`): that pass runs no map stage, this barrier changes no text, and
+    no barrier comes after it."""
+    barrier = segments[k].barrier
+    if k + 1 >= len(segments) or barrier is None:
+        return None
+    nxt = segments[k + 1]
+    if nxt.barrier is None or nxt.maps or barrier.changes_rows():
+        return None
+    return nxt.barrier if all(s.barrier is None for s in segments[k + 2 :]) else None
 
 
 @dataclass

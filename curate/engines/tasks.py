@@ -33,12 +33,13 @@ from curate.engines.segments import SegmentWriter
 from curate.engines.staged_rows import staged_rows, unfiltered_rows
 from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
-from curate.excluded_rows import forgot_before, listed, without
+from curate.excluded_rows import ahead_summaries, forgot_before, hits, listed, without
 from curate.io.batches import (
     ID,
     ORDER,
     FieldSpec,
     QuarantineRecord,
+    local_orders,
     order_column,
     quarantine_table,
 )
@@ -127,6 +128,7 @@ class PassTask:
     barrier_position: int = -1
     cache: PassKeys | None = None  # the stage cache's keys for this pass (None: cache off)
     summaries_ahead: bool = False  # a later pass's barrier needs the documents' summaries
+    ahead: BarrierStage | None = None  # that barrier, when this pass can summarize for it
 
     @property
     def final(self) -> bool:
@@ -205,6 +207,7 @@ class PartitionRun:
         self.prev_counts = StageCounts()
         self.drops = _drops(task)
         self.rejected: list[pa.Table] = []
+        self.ahead: list[pa.RecordBatch] = []  # forgotten documents' next summaries (excluded_rows)
         self.quarantined: list[QuarantineRecord] = []
         self.consumed = 0
         self.flushes = 0
@@ -466,7 +469,12 @@ class PartitionRun:
         else:
             self.reuse.docs_reused += batch.num_rows
         summary = barrier.summary_from_basis(basis)  # forgotten documents' too: decide needs them
-        if self.segments.rows and not self.task.summaries_ahead:
+        ahead = self.task.ahead
+        if self.segments.rows and (not self.task.summaries_ahead or ahead is not None):
+            if ahead is not None and self.settings.excluded:  # the next barrier's, made here
+                gone = batch.filter(hits(batch, self.settings.excluded))
+                if gone.num_rows:
+                    self.ahead.append(local_orders(ready(ahead).summarize(gone)))
             batch = self._forget(batch)  # their text staged for no pass (curate.excluded_rows)
         self.segments.write(batch, summary)
 
@@ -483,6 +491,9 @@ class PartitionRun:
             files.lineage += self.writer.take_lineage()
             self._stage_tails()
         if self.segments is not None:
+            for summary in ahead_summaries(self.task.staging, self.task.pass_index - 1,
+                                           self.part, self.drops):  # fmt: skip
+                self.segments.write(summary.slice(0, 0), summary)  # rows: none to stage
             self.segments.close_segment()
             files.segments = self.segments.segments
         self._flush_side_outputs()
@@ -531,6 +542,13 @@ class PartitionRun:
     def _flush_side_outputs(self) -> None:
         files, run = self.record.files, self.settings
         staging, k, p = self.task.staging, self.task.pass_index, self.part.key
+        if self.ahead:  # forgotten documents' summaries for the next barrier
+            path = staging.pass_dir(k) / f"ahead-{p}-{self.flushes:05d}.arrow"
+            table = pa.Table.from_batches(self.ahead)
+            self.record.ahead.append(
+                write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()
+            )
+            self.ahead = []
         if run.excluded:  # neither rejected rows nor examples of a forgotten document
             self.rejected = [t for t in (without(t, run.excluded)[0] for t in self.rejected)
                              if t.num_rows]  # fmt: skip

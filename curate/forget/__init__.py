@@ -27,7 +27,8 @@ How exclusion works, and why this way:
   or shown as a duplicate's kept document) and the stage cache (a partition holding an
   excluded document keeps no entry of rows: its documents' text would be in it). A
   barrier's summaries of them are kept: its decision needs them. A run's staging holds
-  their text only between two barriers (the second needs it).
+  their text only between two barriers with a map stage between them (the second needs
+  the text those stages leave).
 - Resolution (`resolve`): at each build, inputs whose size or mtime changed since the
   ids were resolved (and new inputs) are read once more by the driver, and every record
   whose text hash is excluded is excluded by its current id.

@@ -94,6 +94,7 @@ class PartitionRecord:
     rows_from: dict[str, Any] | None = None  # rows not staged: where they are (`staged_rows`)
     forgotten: int = 0  # documents `curate forget` removed, dropped in this pass
     unlisted: int = 0  # quarantined records `curate forget` removed from the listing
+    ahead: list[dict[str, Any]] = field(default_factory=list)  # forgotten ones' next summaries
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -117,6 +118,7 @@ class PartitionRecord:
             "rows_from": self.rows_from,
             "forgotten": self.forgotten or None,
             "unlisted": self.unlisted or None,
+            "ahead": self.ahead or None,
         }
         return data | {key: value for key, value in optional.items() if value is not None}
 
@@ -141,6 +143,7 @@ class PartitionRecord:
             rows_from=data.get("rows_from"),
             forgotten=data.get("forgotten") or 0,
             unlisted=data.get("unlisted") or 0,
+            ahead=list(data.get("ahead") or []),
         )
 
 
