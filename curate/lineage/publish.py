@@ -243,7 +243,7 @@ def _write_paired(
                     pending, held = [table.slice(whole)], held - whole
             paired = paired and staged.exhausted()
             if paired and held:
-                table = pa.concat_tables(pending).combine_chunks()
+                table = _clean_padding(pa.concat_tables(pending).combine_chunks())
                 writer.write_table(table, max_chunksize=BATCH_ROWS)
                 hashes.append(id_hashes(table.column("id")))
         f.flush()
@@ -313,14 +313,36 @@ def _write_file(
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, file_mode)
     with os.fdopen(fd, "wb") as f:
         with pa.ipc.new_file(f, table.schema, options=options) as writer:
-            if batch_rows is None:
-                writer.write_table(table.combine_chunks(), max_chunksize=max(table.num_rows, 1))
-            else:
-                writer.write_table(table.combine_chunks(), max_chunksize=batch_rows)
+            whole = _clean_padding(table.combine_chunks())
+            writer.write_table(whole, max_chunksize=batch_rows or max(table.num_rows, 1))
         f.flush()
         if fsync:
             os.fsync(f.fileno())
     return table.num_rows
+
+
+def _clean_padding(table: pa.Table) -> pa.Table:
+    """The table (one chunk a column) with the bits after its last row cleared in every
+    validity bitmap. The IPC writer copies a bitmap's last byte whole, bits past the end
+    included, and what a join leaves there (polars sets them) would make a file's bytes
+    depend on how its rows were put together: the join and the rows paired as read write
+    the same bytes only so."""
+    n = table.num_rows
+    if n % 8 == 0:
+        return table
+    columns = []
+    for column in table.columns:
+        array = column.chunk(0)
+        if array.null_count and array.buffers()[0] is not None:
+            valid = array.is_valid().to_numpy(zero_copy_only=False)
+            bits = np.packbits(np.concatenate([np.zeros(array.offset, bool), valid]),
+                               bitorder="little")  # fmt: skip
+            buffers = [pa.py_buffer(bits.tobytes()), *array.buffers()[1:]]
+            array = pa.Array.from_buffers(
+                array.type, n, buffers, array.null_count, offset=array.offset
+            )
+        columns.append(array)
+    return pa.Table.from_arrays(columns, schema=table.schema)
 
 
 def _record(out: Path, rel: str, rows: int) -> FileRecord:

@@ -14,7 +14,7 @@ from curate.lineage.table import BATCH_ROWS, DOCUMENTS, IDS
 from curate.manifest import FileRecord
 from curate.output.lineage_rows import STAGED_SCHEMA
 
-DOCS = 2 * BATCH_ROWS + 18_000  # three batches, the last partial
+DOCS = 2 * BATCH_ROWS + 18_005  # three batches, the last partial (and not whole bytes of bits)
 SHARDS = (70_001, 0, 50_000, DOCS - 120_001)  # an empty shard among them
 FIRST_STAGED = 40_000  # the staged files cut elsewhere than the shards
 
@@ -97,3 +97,16 @@ def test_rows_out_of_order_are_joined(tmp_path: Path, change: str) -> None:
     assert written[0].rows == len(in_shards)
     for name, data in expected.items():
         assert (tmp_path / name).read_bytes() == data, name
+
+
+def test_bits_past_the_last_row_do_not_reach_the_file(tmp_path: Path) -> None:
+    """What a join leaves past the end of a bitmap (polars sets those bits) is not written."""
+    offsets, empty = pa.py_buffer(np.zeros(4, np.int32).tobytes()), pa.py_buffer(b"")
+    files = []
+    for last in (b"\xf8", b"\x00"):  # three nulls, then bits set or clear
+        pii = pa.Array.from_buffers(pa.string(), 3, [pa.py_buffer(last), offsets, empty], 3)
+        table = pa.table({"id": ["a", "b", "c"], "pii": pii})
+        path = tmp_path / f"{last.hex()}.arrow"
+        publish._write_file(path, table, "zstd", False, 0o640)
+        files.append(path.read_bytes())
+    assert files[0] == files[1]
