@@ -37,7 +37,6 @@ import pyarrow.compute as pc
 
 from curate.excluded_rows import hits
 from curate.forget.repack import repack
-from curate.lineage.publish import write_lineage_table
 from curate.lineage.table import DOCUMENTS
 from curate.output.shards import write_table
 
@@ -173,18 +172,20 @@ class Rewrite:
 
     def _lineage(self) -> None:
         """The side table less the forgotten documents, each joined again to where it is in
-        the shards now (`curate.lineage.publish`: rows moved up, or packed again)."""
-        from curate.lineage.publish import lineage_table, shard_positions
+        the shards now (rows moved up, or packed again), by the very code a build publishes
+        it with (`curate.lineage.publish.write_lineage`, its rows as the staged rows a build
+        reads), so the bytes are a build's."""
+        from curate.lineage.publish import write_lineage
         from curate.manifest import FileRecord
+        from curate.output.lineage_rows import STAGED_SCHEMA
 
         table = _read(self.source / DOCUMENTS)
         assert table is not None
         sources = table.filter(pc.invert(hits(table, self.ids)))
-        sources = sources.select(["id", "input", "line", "offset", "changed", "pii"])
+        sources = sources.select([*STAGED_SCHEMA.names, "input"])
         shards = [FileRecord(**s) for s in self.manifest["shards"]]
-        table = lineage_table(sources, shard_positions(self.target, shards))
-        (self.target / "lineage").mkdir(exist_ok=True)
-        records = write_lineage_table(self.target, table, fsync=True, file_mode=self.file_mode)
+        records = write_lineage(self.target, lambda: [sources], shards, fsync=True,
+                                file_mode=self.file_mode)  # fmt: skip
         self.manifest["lineage"] = [r.model_dump(mode="json") for r in records]
 
     def _write(self, rel: str, table: pa.Table) -> Any:
