@@ -491,8 +491,8 @@ class PartitionRun:
             files.lineage += self.writer.take_lineage()
             self._stage_tails()
         if self.segments is not None:
-            for summary in ahead_summaries(self.task.staging, self.task.pass_index - 1,
-                                           self.part, self.drops):  # fmt: skip
+            k = self.task.pass_index - 1 if self.settings.excluded else -1  # (none without)
+            for summary in ahead_summaries(self.task.staging, k, self.part, self.drops):
                 self.segments.write(summary.slice(0, 0), summary)  # rows: none to stage
             self.segments.close_segment()
             files.segments = self.segments.segments
