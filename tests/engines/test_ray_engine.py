@@ -371,3 +371,41 @@ def test_minhash_cluster_sizes_are_byte_identical_on_ray(ray_cluster: None, tmp_
     for key in ("shards", "rejected"):
         assert files(on_ray, key) == files(local, key)
     assert comparable(on_ray.manifest) == comparable(local.manifest)
+
+
+def test_classifier_buckets_are_byte_identical_on_ray(ray_cluster: None, tmp_path: Path) -> None:
+    """classifier_buckets: scores made in Ray's workers, percentile edges folded over the
+    pieces Ray holds, and each kept document's scores and bucket joined back the same way."""
+    import sys
+
+    sys.path.insert(0, str(REPO / "tests" / "classify"))  # the classifier tests' helpers
+    from fasttext_cli import train
+    from labelled_docs import labelled_documents
+
+    docs = labelled_documents(per_class=80)
+    model = train(docs[::2], tmp_path / "model")
+    records = [{"id": f"d{i}", "text": t} for i, (_, t) in enumerate(docs)]
+    write_jsonl(tmp_path / "data" / "a.jsonl", records[: len(records) // 2])
+    write_jsonl(tmp_path / "data" / "b.jsonl", records[len(records) // 2 :])
+    versions = {}
+    for kind in ("local", "ray"):
+        stage = {"models": [{"model": str(model), "label": "web", "name": "q"}],
+                 "buckets": 5, "min_bucket": 2}  # fmt: skip
+        recipe = {
+            "name": "buckets",
+            "inputs": [str(tmp_path / "data" / "*.jsonl")],
+            "id_field": "id",
+            "partition_size": "64KB",
+            "stages": [{"classifier_buckets": stage}, {"exact_dedup": {}}],
+            "output": {"root": str(tmp_path / f"out-{kind}"), "fsync": False},
+            "engine": {"kind": kind, "workers": 2},
+        }
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(yaml.safe_dump(recipe))
+        versions[kind] = curate.run(path)
+    local, on_ray = versions["local"], versions["ray"]
+    assert set(local.to_arrow().column("classifier_bucket").to_pylist()) == {2, 3, 4}
+    assert len(local.manifest["partitions"]) > 2
+    for key in ("shards", "rejected"):
+        assert files(on_ray, key) == files(local, key)
+    assert comparable(on_ray.manifest) == comparable(local.manifest)
