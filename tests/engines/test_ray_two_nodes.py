@@ -57,7 +57,7 @@ def stop(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):
-            process.wait(timeout=30)
+            process.wait(timeout=10)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)  # anything of this node still running
     process.wait()
