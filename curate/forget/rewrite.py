@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 
 from curate.excluded_rows import hits
 from curate.forget.repack import repack
+from curate.forget.where import read_arrow
 from curate.lineage.table import DOCUMENTS
 from curate.output.shards import write_table
 
@@ -130,7 +131,7 @@ class Rewrite:
         written.update(s["path"] for s in done.shards)
 
     def _shard(self, record: dict[str, Any]) -> None:
-        table = _read(self.source / record["path"])
+        table = read_arrow(self.source / record["path"])
         hit = hits(table, self.ids) if self.ids and table is not None else None
         n = int(pc.sum(hit).as_py() or 0) if hit is not None else 0
         if not n:
@@ -145,7 +146,7 @@ class Rewrite:
         self.removed += n
 
     def _side(self, record: dict[str, Any], kind: str) -> None:
-        table = _read(self.source / record["path"])
+        table = read_arrow(self.source / record["path"])
         if table is None:
             self._link(record["path"])
             return
@@ -179,7 +180,7 @@ class Rewrite:
         from curate.manifest import FileRecord
         from curate.output.lineage_rows import STAGED_SCHEMA
 
-        table = _read(self.source / DOCUMENTS)
+        table = read_arrow(self.source / DOCUMENTS)
         assert table is not None
         sources = table.filter(pc.invert(hits(table, self.ids)))
         sources = sources.select([*STAGED_SCHEMA.names, "input"])
@@ -244,13 +245,3 @@ class Rewrite:
                 os.chmod(item, dir_mode)
             elif item.is_file() and os.stat(item).st_nlink == 1:  # (links: already)
                 os.chmod(item, self.read_only)
-
-
-def _read(path: Path) -> pa.Table | None:
-    for opener in (pa.ipc.open_stream, pa.ipc.open_file):
-        try:
-            with pa.memory_map(str(path)) as source:
-                return opener(source).read_all()
-        except (pa.ArrowInvalid, OSError):
-            continue
-    return None

@@ -196,7 +196,7 @@ def _count(
     keys: tuple[str, ...],
     lines: frozenset[tuple[str, int]] = frozenset(),
 ) -> int:
-    table = _read(path)
+    table = read_arrow(path)
     if table is None or not (ids or lines):
         return 0
     names = table.schema.names
@@ -218,7 +218,7 @@ def _count(
     return len(found)
 
 
-def _read(path: Path) -> pa.Table | None:
+def read_arrow(path: Path) -> pa.Table | None:
     """An Arrow IPC stream or file, or None (not Arrow, or unreadable)."""
     for opener in (pa.ipc.open_stream, pa.ipc.open_file):
         try:
