@@ -93,6 +93,35 @@ def files(version: curate.Version, key: str) -> list[tuple[str, str]]:
     return [(f["path"], f["sha256"]) for f in version.manifest[key]]
 
 
+def local_and_ray(
+    tmp_path: Path, name: str, partition_size: str, stage: dict[str, Any]
+) -> tuple[curate.Version, curate.Version]:
+    """The versions of `stage` then exact_dedup over tmp_path/data, built by the local
+    engine and by Ray, 2 workers each."""
+    versions = {}
+    for kind in ("local", "ray"):
+        recipe = {
+            "name": name,
+            "inputs": [str(tmp_path / "data" / "*.jsonl")],
+            "id_field": "id",
+            "partition_size": partition_size,
+            "stages": [stage, {"exact_dedup": {}}],
+            "output": {"root": str(tmp_path / f"out-{kind}"), "fsync": False},
+            "engine": {"kind": kind, "workers": 2},
+        }
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(yaml.safe_dump(recipe))
+        versions[kind] = curate.run(path)
+    return versions["local"], versions["ray"]
+
+
+def same_bytes(local: curate.Version, on_ray: curate.Version) -> None:
+    """Shards and rejected files byte for byte, manifests but for times and the engine."""
+    for key in ("shards", "rejected"):
+        assert files(on_ray, key) == files(local, key)
+    assert comparable(on_ray.manifest) == comparable(local.manifest)
+
+
 def test_sample_recipe_is_byte_identical_on_ray(ray_cluster: None, tmp_path: Path) -> None:
     local = curate.run(sample_recipe(tmp_path, "local"))
     on_ray = curate.run(sample_recipe(tmp_path, "ray"))
@@ -321,26 +350,10 @@ def test_line_dedup_is_byte_identical_on_ray(ray_cluster: None, tmp_path: Path) 
     docs[7]["text"] = "\n".join(boiler)  # emptied: dropped
     write_jsonl(tmp_path / "data" / "a.jsonl", docs[:300])
     write_jsonl(tmp_path / "data" / "b.jsonl", docs[300:])
-    versions = {}
-    for kind in ("local", "ray"):
-        recipe = {
-            "name": "lines",
-            "inputs": [str(tmp_path / "data" / "*.jsonl")],
-            "id_field": "id",
-            "partition_size": "16KB",
-            "stages": [{"line_dedup": {"keep_first": False}}, {"exact_dedup": {}}],
-            "output": {"root": str(tmp_path / f"out-{kind}"), "fsync": False},
-            "engine": {"kind": kind, "workers": 2},
-        }
-        path = tmp_path / f"{kind}.yaml"
-        path.write_text(yaml.safe_dump(recipe))
-        versions[kind] = curate.run(path)
-    local, on_ray = versions["local"], versions["ray"]
+    local, on_ray = local_and_ray(tmp_path, "lines", "16KB", {"line_dedup": {"keep_first": False}})
     assert local.manifest["stages"][0]["removed"] == {"all_repeated": 1}
     assert local.manifest["stages"][0]["changed"] > 500
-    for key in ("shards", "rejected"):
-        assert files(on_ray, key) == files(local, key)
-    assert comparable(on_ray.manifest) == comparable(local.manifest)
+    same_bytes(local, on_ray)
 
 
 def test_minhash_cluster_sizes_are_byte_identical_on_ray(ray_cluster: None, tmp_path: Path) -> None:
@@ -351,26 +364,12 @@ def test_minhash_cluster_sizes_are_byte_identical_on_ray(ray_cluster: None, tmp_
     docs = [{"id": d["id"], "text": d["text"]} for d in planted_corpus(60, seed=5).docs]
     write_jsonl(tmp_path / "data" / "a.jsonl", docs[: len(docs) // 2])
     write_jsonl(tmp_path / "data" / "b.jsonl", docs[len(docs) // 2 :])
-    versions = {}
-    for kind in ("local", "ray"):
-        recipe = {
-            "name": "sizes",
-            "inputs": [str(tmp_path / "data" / "*.jsonl")],
-            "id_field": "id",
-            "partition_size": "8KB",
-            "stages": [{"minhash_dedup": {"cluster_size": True}}, {"exact_dedup": {}}],
-            "output": {"root": str(tmp_path / f"out-{kind}"), "fsync": False},
-            "engine": {"kind": kind, "workers": 2},
-        }
-        path = tmp_path / f"{kind}.yaml"
-        path.write_text(yaml.safe_dump(recipe))
-        versions[kind] = curate.run(path)
-    local, on_ray = versions["local"], versions["ray"]
+    local, on_ray = local_and_ray(
+        tmp_path, "sizes", "8KB", {"minhash_dedup": {"cluster_size": True}}
+    )
     sizes = local.to_arrow().column("cluster_size").to_pylist()
     assert sum(sizes) == len(docs) and max(sizes) >= 3
-    for key in ("shards", "rejected"):
-        assert files(on_ray, key) == files(local, key)
-    assert comparable(on_ray.manifest) == comparable(local.manifest)
+    same_bytes(local, on_ray)
 
 
 def test_classifier_buckets_are_byte_identical_on_ray(ray_cluster: None, tmp_path: Path) -> None:
@@ -387,25 +386,9 @@ def test_classifier_buckets_are_byte_identical_on_ray(ray_cluster: None, tmp_pat
     records = [{"id": f"d{i}", "text": t} for i, (_, t) in enumerate(docs)]
     write_jsonl(tmp_path / "data" / "a.jsonl", records[: len(records) // 2])
     write_jsonl(tmp_path / "data" / "b.jsonl", records[len(records) // 2 :])
-    versions = {}
-    for kind in ("local", "ray"):
-        stage = {"models": [{"model": str(model), "label": "web", "name": "q"}],
-                 "buckets": 5, "min_bucket": 2}  # fmt: skip
-        recipe = {
-            "name": "buckets",
-            "inputs": [str(tmp_path / "data" / "*.jsonl")],
-            "id_field": "id",
-            "partition_size": "64KB",
-            "stages": [{"classifier_buckets": stage}, {"exact_dedup": {}}],
-            "output": {"root": str(tmp_path / f"out-{kind}"), "fsync": False},
-            "engine": {"kind": kind, "workers": 2},
-        }
-        path = tmp_path / f"{kind}.yaml"
-        path.write_text(yaml.safe_dump(recipe))
-        versions[kind] = curate.run(path)
-    local, on_ray = versions["local"], versions["ray"]
+    stage = {"models": [{"model": str(model), "label": "web", "name": "q"}],
+             "buckets": 5, "min_bucket": 2}  # fmt: skip
+    local, on_ray = local_and_ray(tmp_path, "buckets", "64KB", {"classifier_buckets": stage})
     assert set(local.to_arrow().column("classifier_bucket").to_pylist()) == {2, 3, 4}
     assert len(local.manifest["partitions"]) > 2
-    for key in ("shards", "rejected"):
-        assert files(on_ray, key) == files(local, key)
-    assert comparable(on_ray.manifest) == comparable(local.manifest)
+    same_bytes(local, on_ray)
