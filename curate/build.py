@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from curate import accounting, input_watch
+from curate import accounting, fork_setup, input_watch
 from curate.cache.plan import CachePlan, cache_plan
 from curate.cache.settings import decide_cache
 from curate.cache.store import CacheSpec, StageCache
@@ -145,21 +145,6 @@ def _in_daemon_thread(fn: Callable[[], list[str]]) -> Future[list[str]]:
     return future
 
 
-def _set_up_before_fork(engine: Engine, stages: list[Stage]) -> None:
-    """Stages whose setup forked workers can share (`setup_shared_by_fork`: the pii stage's
-    Presidio, about 1.5 CPU seconds per process) are set up here when the local engine is
-    about to fork its workers: each inherits them set up (`tasks.ready` finds them) instead
-    of building its own. The driver sets up such a stage anyway to show examples."""
-    forks = getattr(engine, "forks", None)
-    shared = [s for s in stages if getattr(s, "setup_shared_by_fork", False)]
-    if not shared or forks is None or not forks():
-        return
-    from curate.engines.tasks import ready
-
-    for stage in shared:
-        ready(stage)
-
-
 @dataclass
 class Build:
     recipe: Recipe
@@ -195,6 +180,10 @@ class Build:
             if self.staging_folder is not None:
                 self.staging_folder.close()
 
+    def _exclusion_keys(self) -> list[object]:
+        """What `curate forget` excludes from this build, as the fork's setup hint keys it."""
+        return [sorted(self.excluded), sorted(self.excluded_lines)]
+
     def _check_space(self) -> None:
         if not self.recipe.output.check_space:
             return
@@ -210,20 +199,30 @@ class Build:
     def _run(self) -> Version:
         started, t0 = datetime.now(UTC), time.perf_counter()
         try:
-            _set_up_before_fork(self.engine, self.stages)
-            self.engine.start()  # workers boot while we plan, before any thread of ours exists
+            job = self._job()  # planned first: whether the fork needs pii set up depends on it
+            excluded = self._exclusion_keys()
+            known = job.cache.digests if job.cache is not None else {}
+            replayed = fork_setup.recorded(
+                self.store, fork_setup.prefix_key(job, self.stages, excluded, known)
+            )
+            fork_setup.set_up_before_fork(self.engine, self.stages, replayed)
+            self.engine.start()  # workers fork before any thread of ours exists
             hashes = _in_daemon_thread(
                 lambda: (
                     self.known_hashes
                     or [input_watch.hash_unchanged(f, content_hash) for f in self.files]
                 )
             )
-            job = self._job()
             log.info("building %s: %d partitions, fingerprint %s", self.recipe.name,
                      len(job.partitions), self.fingerprint[:12])  # fmt: skip
             t_setup = time.perf_counter()
             with _holding(job.cache):  # no other run's eviction removes an entry meanwhile
                 result = self.engine.run(job, self.progress)
+            if result.records:
+                digests = fork_setup.digests_read(result.records[0])
+                fork_setup.remember(
+                    self.store, fork_setup.prefix_key(job, self.stages, excluded, digests)
+                )
             timings = {
                 "setup": round(t_setup - t0, 4),
                 **result.timings,

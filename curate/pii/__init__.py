@@ -2,7 +2,7 @@
 
 Nothing here is imported by `import curate`: Presidio and spaCy load in a worker's
 `setup()`, through `analyzer.Analysis` (with the local engine's forked workers, once in
-the driver before the fork: `build._set_up_before_fork`).
+the driver before the fork: `fork_setup.set_up_before_fork`).
 
     offline.py   no network: no spaCy download, tldextract on its bundled suffix list
     lean.py      Presidio imported without torch and transformers (6 s per process)

@@ -187,7 +187,7 @@ class Pii(MapStage[PiiParams]):
     @property
     def setup_shared_by_fork(self) -> bool:
         """Presidio with the no-op NLP engine starts no thread, so the local engine's forked
-        workers can inherit one analyzer built in the driver (`build._set_up_before_fork`).
+        workers can inherit one analyzer built in the driver (`fork_setup.set_up_before_fork`).
         A spaCy pipeline may start native threads (numpy's BLAS): each worker builds its own."""
         return self.params.spacy_model is None
 

@@ -96,7 +96,7 @@ def test_offline_run_leaks_nothing(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not attempts.exists(), attempts.read_text()
     # Built once, in the driver before it forked the two workers, which inherit it
-    # (build._set_up_before_fork); each worker building its own would log it again.
+    # (fork_setup.set_up_before_fork); each worker building its own would log it again.
     assert len(re.findall(r"pii: analyzer built in process \d+", proc.stderr)) == 1
     assert not (home / ".cache" / "python-tldextract").exists()
 
