@@ -1,9 +1,16 @@
-"""The thin adapter between Ray Data and curate's work: one partition through one pass.
+"""The thin adapter between Ray and curate's work: one partition through one pass, as a task.
 
-Ray Data's `map_batches` hands the adapter rows that each carry a `PassTask`; the adapter
-runs it with `run_pass_task`, the same function the local engine calls, so the stage
-objects, the shard writer and the completion record are exactly the local engine's. It
-knows nothing of any stage.
+Each partition of a pass is one Ray task that gets its `PassTask` pickled (by value: stage
+objects stay small, so the bytes ride in the task's own message) and runs it with
+`run_pass_task`, the same function the local engine calls, so the stage objects, the shard
+writer and the completion record are exactly the local engine's. It knows nothing of any
+stage.
+
+Plain tasks, not Ray Data: a `map_batches` over the partitions cost ~9 s of fixed time per
+pass on a trivial pass with the cluster up (`benchmarks/ray_overhead.py`): the driver and
+every worker import `ray.data` (0.8 s each), each run starts Ray Data's three helper actors
+(a Python process each), and each pass starts a streaming executor. A partition is already
+the unit of work and its result is a small record, which is what plain tasks are for.
 """
 
 from __future__ import annotations
@@ -12,7 +19,6 @@ import json
 import pickle
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from curate.engines.ray.placement import note
@@ -20,43 +26,38 @@ from curate.engines.tasks import PassTask, run_pass_task
 from curate.errors import CurateError
 
 ATTEMPTS = 4
-"""Runs of one partition in one pass before the run fails. Ray Data retries a task whose
-worker died (killed, lost with its node) without limit; a partition that kills its worker
+"""Runs of one partition in one pass before the run fails. Ray retries a task whose worker
+died (killed, lost with its node), here without limit; a partition that kills its worker
 every time (out of memory, a crash in a stage's library) must stop the run instead."""
 
 
-def items(tasks: list[PassTask]) -> list[dict[str, object]]:
-    """The rows of the Ray dataset of a pass: each task pickled (stage objects stay small)."""
-    return [{"partition": t.partition.key, "task": pickle.dumps(t)} for t in tasks]
-
-
-def run_partitions(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Ray Data UDF: run each row's task; return its partition key and record (JSON).
+def run_partition(blob: bytes) -> tuple[str, bytes]:
+    """Run one pickled task; its record (JSON), or a user's error, pickled.
 
     A user's error (a `CurateError`: bad input with `on_error: fail`, a full disk) comes
-    back as a row, pickled, for the driver to raise as it is: raised here, Ray Data would
+    back as a value, pickled, for the driver to raise as it is: raised here, Ray would
     wrap it and lose its type and message on the way.
     """
     # One task per CPU already: keep Arrow's own pools from oversubscribing (as local does).
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
-    partitions, records, errors = [], [], []
-    for blob in batch["task"]:
-        task: PassTask = pickle.loads(blob)
-        partitions.append(task.partition.key)
-        try:
-            _count_attempt(task)
-            note(task.staging.nodes, "partition")
-            records.append(json.dumps(run_pass_task(task).to_json()))
-            errors.append(b"")
-        except CurateError as exc:
-            records.append("")
-            errors.append(_pickled(exc))
-    return {
-        "partition": np.array(partitions, dtype=object),
-        "record": np.array(records, dtype=object),
-        "error": np.array(errors, dtype=object),
-    }
+    task: PassTask = pickle.loads(blob)
+    try:
+        _count_attempt(task)
+        note(task.staging.nodes, "partition")
+        return json.dumps(run_pass_task(task).to_json()), b""
+    except CurateError as exc:
+        return "", _pickled(exc)
+
+
+def warm() -> None:
+    """Started once per CPU when the engine connects: a new driver's Ray workers are new
+    processes, and this has them import curate's task code (and pandas, which pyarrow
+    imports on first use) while the driver plans, not when the first pass starts."""
+    import contextlib
+
+    with contextlib.suppress(ImportError):
+        import pandas  # noqa: F401
 
 
 def _pickled(exc: CurateError) -> bytes:

@@ -1,11 +1,11 @@
 """The Ray engine: the local engine's partitions and passes, scheduled on a Ray cluster.
 
-Each pass is a Ray Data `map_batches` over the partitions that have no completion record
-yet; a worker runs a partition with `run_pass_task` and writes its shards, staged data,
-summaries and record to the staging folder, which must be on a filesystem every node
-mounts. A barrier's decision runs as Ray tasks against `RaySummaries`: every step, down to
-the per-partition decision files, happens where the rows are, and the driver holds object
-references and counts. Completion checks, the decision marker and the decision files'
+Each pass is one Ray task per partition that has no completion record yet (at most
+`workers` at once); a worker runs a partition with `run_pass_task` and writes its shards,
+staged data, summaries and record to the staging folder, which must be on a filesystem
+every node mounts. A barrier's decision runs as Ray tasks against `RaySummaries`: every
+step, down to the per-partition decision files, happens where the rows are, and the driver
+holds object references and counts. Completion checks, the decision marker and the decision files'
 names are `barrier_step`'s, the same as the local engine's, so a run interrupted on one
 engine resumes on the other. Accounting and publishing stay with the build
 (`curate.build.Build`), as for every engine.
@@ -25,15 +25,24 @@ from curate.collective.frame import Summaries
 from curate.engines.barrier_step import summary_files
 from curate.engines.base import Engine
 from curate.engines.job import Job, ProgressFn
-from curate.engines.ray.adapter import attempts_path, items, run_partitions, user_error
+from curate.engines.ray.adapter import attempts_path, run_partition, user_error, warm
 from curate.engines.ray.collective import RaySummaries
 from curate.engines.ray.connect import init, start_local
 from curate.engines.ray.placement import tally
-from curate.engines.ray.settle import settle
 from curate.engines.tasks import PassTask
 from curate.staging.record import PartitionRecord
 
 log = logging.getLogger(__name__)
+
+
+_partition = ray.remote(num_cpus=1, max_retries=-1)(run_partition)
+"""A pass's task over one partition. Retried without limit when its worker dies; the
+attempts file (`adapter.ATTEMPTS`) stops a partition that kills its worker every time."""
+_warm = ray.remote(num_cpus=1)(warm)
+
+WAIT_SECONDS = 0.25
+"""The driver wakes at least this often while tasks run: Python runs a Ctrl-C's handler
+only once the main thread does."""
 
 
 class RayEngine(Engine):
@@ -43,34 +52,32 @@ class RayEngine(Engine):
         self.address = address
         self.workers = workers  # tasks at once; default: every CPU of the cluster
         self._owns_ray = False
+        self._warming: list[ray.ObjectRef] = []
 
     def start(self) -> None:
-        """Connect to the cluster at `address` (or "auto"), or start one on this machine.
+        """Connect to the cluster at `address` (or "auto"), or start one on this machine,
+        and have a worker per task slot start now (`adapter.warm`), while the build plans.
 
         A Ray session the caller already started (`ray.init` in a notebook or a test) is
         used as it is and left running.
         """
-        if ray.is_initialized():
-            return
-        if self.address is None and not os.environ.get("RAY_ADDRESS"):
-            start_local(num_cpus=self.workers, log_to_driver=False)  # ours, on loopback
-        else:
-            init(self.address, include_dashboard=False, log_to_driver=False)
-        self._owns_ray = True
+        if not ray.is_initialized():
+            if self.address is None and not os.environ.get("RAY_ADDRESS"):
+                start_local(num_cpus=self.workers, log_to_driver=False)  # ours, on loopback
+            else:
+                init(self.address, include_dashboard=False, log_to_driver=False)
+            self._owns_ray = True
+        if not self._warming:
+            slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+            self._warming = [
+                _warm.options(scheduling_strategy="SPREAD").remote() for _ in range(slots)
+            ]
 
     def close(self) -> None:
+        self._warming = []
         if self._owns_ray and ray.is_initialized():
-            settle()  # a Ray Data thread left running would end the process at shutdown
             ray.shutdown()
         self._owns_ray = False
-
-    def begin(self, job: Job) -> None:
-        self.start()
-        import ray.data
-
-        context = ray.data.DataContext.get_current()
-        context.enable_progress_bars = False  # the CLI owns progress,
-        logging.getLogger("ray.data").setLevel(logging.ERROR)  # and library code never prints
 
     def run_tasks(
         self,
@@ -80,22 +87,26 @@ class RayEngine(Engine):
         total: int,
         progress: ProgressFn,
     ) -> None:
-        import ray.data
-
+        """One task per partition, at most `workers` at once, spread over the nodes (by
+        default Ray packs tasks onto the driver's node while others idle); records are
+        kept by partition key as tasks finish, in whatever order."""
         for task in tasks:
             attempts_path(task).unlink(missing_ok=True)
-        rows = ray.data.from_items(items(tasks), override_num_blocks=len(tasks))
-        ran = rows.map_batches(
-            run_partitions,
-            batch_size=1,
-            compute=ray.data.TaskPoolStrategy(size=self.workers),
-            num_cpus=1,
-        )
-        for row in ran.iter_rows():
-            if row["error"]:  # a user's error (bad input, full disk), as raised
-                raise pickle.loads(row["error"])
-            records[str(row["partition"])] = PartitionRecord.from_json(json.loads(row["record"]))
-            progress(phase, len(records), total)
+        waiting = [pickle.dumps(t) for t in reversed(tasks)]
+        limit = self.workers or len(tasks)
+        running: list[ray.ObjectRef] = []
+        while waiting or running:
+            while waiting and len(running) < limit:
+                blob = waiting.pop()
+                running.append(_partition.options(scheduling_strategy="SPREAD").remote(blob))
+            done, running = ray.wait(running, num_returns=1, timeout=WAIT_SECONDS)
+            for ref in done:
+                record, error = ray.get(ref)
+                if error:  # a user's error (bad input, full disk), as raised
+                    raise pickle.loads(error)
+                rec = PartitionRecord.from_json(json.loads(record))
+                records[rec.partition] = rec
+                progress(phase, len(records), total)
 
     def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
         files = summary_files(job.staging, job.partitions, records)
