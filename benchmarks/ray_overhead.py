@@ -1,0 +1,469 @@
+"""What the Ray engine adds to the local engine, in seconds per pass and per barrier decision.
+
+One Ray cluster (a `ray start --head --block` of this machine, `--workers` CPUs, no
+dashboard) is started once and reused by every round, as a team's cluster is up before a
+run. Each round runs each case twice, alternating order: `curate run` on the local engine
+with `--workers` processes, and on the Ray engine with the same workers, connected to the
+cluster by address. Cases:
+
+  trivial   normalize alone over sample_data/ (a pass that does almost nothing: what is
+            left is the engine's fixed cost per pass)
+  sample    recipes/sample.yaml as it is (eight stages, two barriers)
+  full      the full pre-training recipe (normalize, exact_dedup, minhash_dedup, pii,
+            tokenize with Mistral 7B's SentencePiece model, packed 4096) over
+            benchmarks/work/corpus-<size>, default partition_size (the CPU-bound case)
+
+Counted for each run: wall and CPU of the driver's whole process tree (benchmarks/reaper.py),
+and for Ray the CPU of the cluster's processes too (gcs_server, raylet, the agents, the
+workers: every process in the head's session, sampled with psutil every 50 ms, so a process
+that exits loses at most its last 50 ms), from the run's start until one second after its
+end. The manifest gives each pass's wall, each decision's wall and the connect time
+(`setup`). Overheads are medians of the paired differences (Ray minus local, same round);
+ratios are medians of paired ratios. Foreign load is the machine's other CPU, cluster idle
+included for local runs (its idle rate is reported). Shards must be byte-identical.
+
+    /work/venv/bin/python -m benchmarks.ray_overhead --cases trivial sample --rounds 5
+    /work/venv/bin/python -m benchmarks.ray_overhead --cases full --size 300 --rounds 3
+
+Results: benchmarks/results/ray_overhead-<cases>.{md,json}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+import yaml
+
+from benchmarks.measure import RunFailed, run_measured, wait_for_quiet
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+WORK = HERE / "work" / "ray_overhead"
+RAY = Path(sys.executable).with_name("ray")
+CLI = Path(sys.executable).with_name("curate")
+PINNED = {"OMP_NUM_THREADS": "1", "ARROW_IO_THREADS": "1", "RAYON_NUM_THREADS": "1"}
+SAMPLE_SECONDS = 0.05
+
+
+# -- the cluster --------------------------------------------------------------------------
+
+
+def environment(tree: Path) -> dict[str, str]:
+    """Drivers' and the cluster's environment: one thread per library pool, the tree under
+    test first on the path (the cluster's workers import it too), no usage reports."""
+    from curate.engines.ray.connect import LOCAL_ENVIRONMENT
+
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    quiet = {k: v for k, v in LOCAL_ENVIRONMENT.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+    env.update(quiet)
+    env.update(PINNED)
+    env["RAY_AUTH_MODE"] = "disabled"
+    env["PYTHONPATH"] = str(tree)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("", 0))
+        return int(s.getsockname()[1])
+
+
+class Cluster:
+    """A one-node Ray cluster in a session of its own, stopped by its process ids (never
+    `ray stop`, which stops every Ray process on the machine)."""
+
+    def __init__(self, cpus: int, env: dict[str, str], log: Path) -> None:
+        from ray._private.services import get_node_ip_address
+
+        self.temp = tempfile.mkdtemp(prefix="rayoh-")  # Ray's socket paths stay < 108 bytes
+        ip = str(get_node_ip_address())
+        port = free_port()
+        self.address = f"{ip}:{port}"
+        command = [
+            str(RAY), "start", "--head", "--block", f"--num-cpus={cpus}", f"--port={port}",
+            "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={self.temp}",
+            f"--node-ip-address={ip}", "--dashboard-agent-listen-port=0",
+        ]  # fmt: skip
+        with open(log, "wb") as out:
+            self.process = subprocess.Popen(
+                command, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            )
+        deadline = time.monotonic() + 120
+        while not _listening(ip, port):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise SystemExit(f"the Ray head did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.5)
+        time.sleep(3)  # the raylet and its agents come up after the GCS port opens
+        self.cpu = SessionCpu(self.process.pid)
+        self.cpu.start()
+
+    def stop(self) -> None:
+        if getattr(self, "cpu", None) is not None:
+            self.cpu.halt.set()
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=15)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        self.process.wait()
+        shutil.rmtree(self.temp, ignore_errors=True)
+
+
+def _listening(ip: str, port: int) -> bool:
+    try:
+        with socket.create_connection((ip, port), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+class SessionCpu(threading.Thread):
+    """CPU seconds of every process in one session (the Ray head's daemons and workers,
+    which are not the driver's descendants), summed over every process ever seen in it."""
+
+    def __init__(self, sid: int) -> None:
+        super().__init__(daemon=True)
+        self.sid = sid
+        self.halt = threading.Event()
+        self.lock = threading.Lock()
+        self.seen: dict[tuple[int, float], tuple[str, float]] = {}  # (pid, start) -> name, cpu
+        self.sids: dict[int, int] = {}  # a process keeps its session (pids reused: rarely)
+
+    def run(self) -> None:
+        while not self.halt.wait(SAMPLE_SECONDS):
+            self.sample()
+
+    def sample(self) -> None:
+        for pid in psutil.pids():
+            try:
+                if pid not in self.sids:
+                    self.sids[pid] = os.getsid(pid)
+                if self.sids[pid] != self.sid:
+                    continue
+                proc = psutil.Process(pid)
+                with proc.oneshot():
+                    t = proc.cpu_times()
+                    key = (pid, proc.create_time())
+                    name = self.seen.get(key, (None, 0.0))[0] or _role(proc)
+            except (psutil.Error, ProcessLookupError, PermissionError):
+                continue
+            with self.lock:
+                self.seen[key] = (name, t.user + t.system)
+
+    def total(self) -> dict[str, float]:
+        """CPU seconds so far, per role (gcs_server, raylet, worker, ...)."""
+        self.sample()
+        out: dict[str, float] = {}
+        with self.lock:
+            for name, cpu in self.seen.values():
+                out[name] = out.get(name, 0.0) + cpu
+        return out
+
+
+ROLES = {
+    "gcs_server": "gcs_server",
+    "raylet/raylet": "raylet",
+    "dashboard_agent": "dashboard_agent",
+    "DashboardAgent": "dashboard_agent",
+    "runtime_env": "runtime_env_agent",
+    "RuntimeEnvAgent": "runtime_env_agent",
+    "log_monitor": "log_monitor",
+    "dashboard/dashboard.py": "dashboard",
+    "autoscaler/_private/monitor.py": "monitor",
+    "default_worker.py": "worker",
+}
+
+
+def _role(proc: psutil.Process) -> str:
+    line = " ".join(proc.cmdline())
+    for needle, role in ROLES.items():
+        if needle in line:
+            return role
+    if line.startswith("ray::"):
+        return "worker"
+    if " start " in f" {line} " and "--head" in line:
+        return "ray_start"
+    return proc.name()
+
+
+def delta(after: dict[str, float], before: dict[str, float]) -> dict[str, float]:
+    return {k: round(v - before.get(k, 0.0), 3) for k, v in after.items()}
+
+
+# -- recipes ------------------------------------------------------------------------------
+
+
+def sample_recipe(stages: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """recipes/sample.yaml with absolute paths (its stages, or `stages`)."""
+    recipe = yaml.safe_load((REPO / "recipes" / "sample.yaml").read_text())
+    base = REPO / "recipes"
+    recipe["inputs"] = [str((base / p).resolve()) for p in recipe["inputs"]]
+    for stage in recipe["stages"]:
+        if "tokenize" in stage:
+            stage["tokenize"]["source"] = str((base / stage["tokenize"]["source"]).resolve())
+    if stages is not None:
+        recipe["stages"] = stages
+    return recipe
+
+
+def full_recipe(size: int) -> dict[str, Any]:
+    from benchmarks.partition_parallelism import pretrain_recipe
+
+    folder = HERE / "work" / f"corpus-{size}"
+    files = sorted(folder.glob("*.jsonl"))
+    if not files:
+        raise SystemExit(f"{folder}: no corpus; python -m benchmarks.corpus --size {size}")
+    recipe = pretrain_recipe(files[0], Path("out"), workers=2, partition_size=None)
+    recipe["inputs"] = [str(f) for f in files]
+    return recipe
+
+
+def recipe_for(case: str, args: argparse.Namespace) -> dict[str, Any]:
+    if case == "trivial":
+        return sample_recipe([{"normalize": {}}])
+    if case == "sample":
+        return sample_recipe(None)
+    return full_recipe(args.size)
+
+
+# -- runs ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    case: str
+    engine: str
+    round: int
+    wall_s: float
+    driver_cpu_s: float
+    cluster_cpu_s: float
+    foreign_load: float
+    cluster_cpu: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    decide_s: dict[str, float] = field(default_factory=dict)
+    shards: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def cpu_s(self) -> float:
+        return self.driver_cpu_s + self.cluster_cpu_s
+
+    def passes(self) -> dict[str, float]:
+        return {k: v for k, v in self.timings.items() if k.startswith("pass_")}
+
+
+def run_one(
+    case: str, kind: str, rnd: int, cluster: Cluster, env: dict[str, str], args: argparse.Namespace
+) -> Run:
+    folder = WORK / case / kind
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    recipe = recipe_for(case, args)
+    recipe["name"] = case
+    recipe["output"] = {**recipe.get("output", {}), "root": str(folder / "out")}
+    engine: dict[str, Any] = {"kind": kind, "workers": args.workers}
+    if kind == "ray":
+        engine["address"] = cluster.address
+    recipe["engine"] = engine
+    path = folder / "recipe.yaml"
+    path.write_text(json.dumps(recipe))  # JSON is YAML
+    wait_for_quiet(args.max_load, args.patience)
+    before = cluster.cpu.total()
+    m = run_measured([str(CLI), "run", "--quiet", str(path)], folder / "run.log", env=env)
+    time.sleep(1.0)  # what the cluster does once the driver left (its workers ending)
+    used = delta(cluster.cpu.total(), before)
+    cluster_s = sum(used.values())
+    manifest = json.loads(next((folder / "out").glob(f"{case}/v*/manifest.json")).read_text())
+    return Run(
+        case=case,
+        engine=kind,
+        round=rnd,
+        wall_s=m.wall_s,
+        driver_cpu_s=m.cpu_s,
+        cluster_cpu_s=cluster_s if kind == "ray" else 0.0,
+        # the cluster's CPU is the run's own on Ray; idling, it is foreign load to local
+        foreign_load=max(0.0, m.foreign_cpu_s - (cluster_s if kind == "ray" else 0.0)) / m.wall_s,
+        cluster_cpu={k: v for k, v in used.items() if v} if kind == "ray" else {},
+        timings=manifest["timings"],
+        decide_s={
+            s["name"]: s["details"]["decision"]["seconds"]
+            for s in manifest["stages"]
+            if "decision" in s["details"]
+        },
+        shards=[(s["path"], s["sha256"]) for s in manifest["shards"]],
+    )
+
+
+# -- report -------------------------------------------------------------------------------
+
+
+def med(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def pairs(runs: list[Run], case: str) -> list[tuple[Run, Run]]:
+    by_round: dict[int, dict[str, Run]] = {}
+    for r in runs:
+        if r.case == case:
+            by_round.setdefault(r.round, {})[r.engine] = r
+    return [(d["local"], d["ray"]) for _, d in sorted(by_round.items()) if len(d) == 2]
+
+
+def case_report(case: str, runs: list[Run]) -> list[str]:
+    pp = pairs(runs, case)
+    if not pp:
+        return []
+    local0, ray0 = pp[0]
+    identical = len({tuple(r.shards) for r in runs if r.case == case}) == 1
+    lines = [
+        f"## {case}",
+        "",
+        f"Shards byte-identical across all {2 * len(pp)} runs: **{'yes' if identical else 'NO'}**.",
+        "",
+        "| per run (medians) | local | Ray | Ray - local (median of pairs) |",
+        "|---|---|---|---|",
+    ]
+
+    def row(label: str, get: Any, fmt: str = ".2f") -> None:
+        lo = [get(a) for a, _ in pp]
+        ra = [get(b) for _, b in pp]
+        diff = [b - a for a, b in zip(lo, ra, strict=True)]
+        lines.append(
+            f"| {label} | {format(med(lo), fmt)} | {format(med(ra), fmt)} | "
+            f"{format(med(diff), '+' + fmt)} |"
+        )
+
+    row("wall s", lambda r: r.wall_s)
+    row("connect / start s (manifest setup)", lambda r: r.timings.get("setup", 0.0))
+    for k in sorted(local0.passes()):
+        row(f"{k} s", lambda r, k=k: r.timings.get(k, 0.0))
+    for name in sorted(local0.decide_s):
+        row(f"{name} decision s", lambda r, n=name: r.decide_s.get(n, 0.0))
+    row("engine s (passes + decisions)", lambda r: r.timings.get("engine", 0.0))
+    row("driver tree CPU s", lambda r: r.driver_cpu_s)
+    row("cluster CPU s (daemons + workers)", lambda r: r.cluster_cpu_s)
+    row("CPU s, all", lambda r: r.cpu_s)
+    row("foreign load (cores)", lambda r: r.foreign_load)
+    ratio_cpu = med([b.cpu_s / a.cpu_s for a, b in pp])
+    ratio_wall = med([b.wall_s / a.wall_s for a, b in pp])
+    ratio_engine = med([b.timings["engine"] / a.timings["engine"] for a, b in pp])
+    roles: dict[str, list[float]] = {}
+
+    def by_median(kv: tuple[str, list[float]]) -> float:
+        return -med(kv[1])
+
+    for _, b in pp:
+        for k, v in b.cluster_cpu.items():
+            roles.setdefault(k, []).append(v)
+    lines += [
+        "",
+        f"Ray / local (median of paired ratios): CPU (daemons counted) **{ratio_cpu:.3f}x**, "
+        f"wall {ratio_wall:.3f}x, engine time {ratio_engine:.3f}x.",
+        "",
+        "Cluster CPU by process role, Ray runs (median s): "
+        + ", ".join(f"{k} {med(v):.2f}" for k, v in sorted(roles.items(), key=by_median)),
+        "",
+    ]
+    del ray0
+    return lines
+
+
+def report(runs: list[Run], idle: dict[str, float], args: argparse.Namespace) -> str:
+    command = " ".join(["/work/venv/bin/python -m benchmarks.ray_overhead", *sys.argv[1:]])
+    lines = [
+        "# Ray engine overhead, cluster up (generated by benchmarks/ray_overhead.py)",
+        "",
+        f"{args.workers} workers on each engine; one Ray cluster ({args.workers} CPUs, no "
+        f"dashboard) for all rounds; {args.rounds} rounds, order alternating. "
+        f"Machine: {os.cpu_count()} cores, shared. The idle cluster used "
+        f"{sum(idle.values()):.3f} cores ("
+        + ", ".join(f"{k} {v:.3f}" for k, v in sorted(idle.items()) if v > 0.0005)
+        + ").",
+        "",
+    ]
+    for case in args.cases:
+        lines += case_report(case, runs)
+    lines += [
+        "| round | case | engine | wall s | driver CPU s | cluster CPU s | foreign |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.round} | {r.case} | {r.engine} | {r.wall_s:.2f} | {r.driver_cpu_s:.2f} | "
+        f"{r.cluster_cpu_s:.2f} | {r.foreign_load:.2f} |"
+        for r in runs
+    ]
+    lines += ["", f"Command: `{command}`, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}."]
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", nargs="+", default=["trivial", "sample"],
+                        choices=["trivial", "sample", "full"])  # fmt: skip
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--size", type=int, default=300, help="the full case's corpus, MB")
+    parser.add_argument("--max-load", type=float, default=0.3)
+    parser.add_argument("--patience", type=float, default=20.0)
+    parser.add_argument("--tree", type=Path, default=REPO, help="the curate tree under test")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    out = args.out or HERE / "results" / f"ray_overhead-{'-'.join(args.cases)}.md"
+    WORK.mkdir(parents=True, exist_ok=True)
+    env = environment(args.tree.resolve())
+    cluster = Cluster(args.workers, env, WORK / "head.log")
+    runs: list[Run] = []
+    try:
+        time.sleep(10)  # the agents' start-up is not the idle cluster's rate
+        before, t = cluster.cpu.total(), time.perf_counter()
+        time.sleep(5)
+        used, seconds = delta(cluster.cpu.total(), before), time.perf_counter() - t
+        idle = {k: v / seconds for k, v in used.items()}
+        for rnd in range(args.rounds):
+            for case in args.cases:
+                order = ["local", "ray"] if rnd % 2 == 0 else ["ray", "local"]
+                for kind in order:
+                    try:
+                        run = run_one(case, kind, rnd, cluster, env, args)
+                    except RunFailed as exc:
+                        raise SystemExit(str(exc)) from None
+                    runs.append(run)
+                    print(
+                        f"round {rnd} {case} {kind}: wall {run.wall_s:.2f} s, CPU "
+                        f"{run.driver_cpu_s:.2f} + cluster {run.cluster_cpu_s:.2f} s, "
+                        f"passes {run.passes()}, decide {run.decide_s}, "
+                        f"load {run.foreign_load:.2f}",
+                        flush=True,
+                    )
+    finally:
+        cluster.stop()
+    text = report(runs, idle, args)
+    out.write_text(text)
+    out.with_suffix(".json").write_text(
+        json.dumps({"idle": idle, "runs": [asdict(r) for r in runs]}, indent=1)
+    )
+    print(text)
+    for case in args.cases:
+        if len({tuple(r.shards) for r in runs if r.case == case}) != 1:
+            raise SystemExit(f"{case}: shards differ between engines")
+
+
+if __name__ == "__main__":
+    main()
