@@ -58,6 +58,7 @@ def make_packed(root: Path, name: str, rows: int, seed: int) -> Path:
     import yaml
 
     import curate
+    from curate.hf_layout import data_files
     from curate.output.shards import write_table
 
     data = root / "data" / name / "a.jsonl"
@@ -106,9 +107,11 @@ def make_packed(root: Path, name: str, rows: int, seed: int) -> Path:
     manifest["counts"].update(read=rows, documents=rows, written=rows, removed={},
                               removed_total=0)  # fmt: skip
     (version / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    state = json.loads((version / "state.json").read_text())
-    state["_data_files"] = [{"filename": s["path"]} for s in shards]
-    (version / "state.json").write_text(json.dumps(state, indent=2))
+    listed = data_files([(s["path"], None) for s in shards], [], manifest.get("layout"))
+    for rel, names in listed.items():  # train/state.json (a version made before: state.json)
+        state = json.loads((version / rel).read_text())
+        state["_data_files"] = [{"filename": name} for name in names]
+        (version / rel).write_text(json.dumps(state, indent=2))
     _seal(version)
     return version
 

@@ -37,6 +37,7 @@ from curate.errors import CurateError
 from curate.examples.files import write_examples
 from curate.fingerprint import content_hash
 from curate.forget.exclusions import Exclusions
+from curate.hf_layout import DICT, write_layout
 from curate.io.batches import FieldSpec
 from curate.io.digest_cache import DigestCache
 from curate.io.inputs import InputFile
@@ -44,7 +45,6 @@ from curate.io.partitions import Partition, plan_partitions
 from curate.io.plan_cache import PlanCache
 from curate.manifest import FileRecord, Manifest, StatisticsFile, reconcile
 from curate.output.card import write_card
-from curate.output.hf_layout import write_hf_dict, write_hf_files
 from curate.output.packing import packing_for
 from curate.output.shard_merge import merged_shards
 from curate.output.shards import write_table
@@ -389,6 +389,7 @@ class Build:
                 counts=counts,
                 tokens=accounting.total_tokens(shards),
                 splits=accounting.split_records(r.split, shards),
+                layout=DICT,
                 packing=accounting.packing_record(packing, shards, tails),
                 software=versions(accounting.library_versions(stages)),
                 host=host(),
@@ -401,13 +402,8 @@ class Build:
                 started=started.isoformat(),
                 finished=datetime.now(UTC).isoformat(),
             )
-            if r.split is None:
-                write_hf_files(out, [s.path for s in shards], self.fingerprint)
-            else:
-                names = r.split.names()
-                per_split = {n: [s.path.removeprefix(f"{n}/") for s in shards if s.split == n]
-                             for n in names}  # fmt: skip
-                write_hf_dict(out, per_split, self.fingerprint)
+            names = r.split.names() if r.split is not None else []
+            write_layout(out, [(s.path, s.split) for s in shards], names, DICT, self.fingerprint)
             manifest.card = write_card(out, manifest, mode=int(r.output.file_mode, 8),
                                        fsync=r.output.fsync)  # fmt: skip
             assert self.staging_folder is not None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.errors import CurateError
-from curate.output.hf_layout import hf_files
+from curate.hf_layout import hf_files
 from curate.paths import escape
 
 SIDE_OUTPUTS = ("shards", "rejected", "quarantine")
@@ -59,8 +59,9 @@ def listed_files(manifest: Mapping[str, Any]) -> Iterator[tuple[str, Any, int | 
         size = index.get("bytes") if isinstance(index, dict) else None
         yield "mixture.index.path", path, size if isinstance(size, int) else -1
     splits = manifest.get("splits")
-    names = splits.get("splits") if isinstance(splits, dict) else None
-    layout = hf_files(list(names) if isinstance(names, dict) else []) if mixture is None else []
+    named = splits.get("splits") if isinstance(splits, dict) else None
+    names = list(named) if isinstance(named, dict) else []
+    layout = hf_files(names, manifest.get("layout")) if mixture is None else []
     for name in sorted(layout):
         yield "splits", name, None
     card = manifest.get("card")  # absent: a version made before cards

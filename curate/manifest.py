@@ -7,7 +7,7 @@ parameters, checksums and versions.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -233,6 +233,15 @@ class Manifest(_Model):
         None,
         description="Held-out splits (recipe `split:`): the method and seed, and per split its "
         "documents, rows, tokens and shards; their documents sum to counts.written.",
+    )
+    layout: Literal["dataset_dict"] | None = Field(
+        None,
+        description="How the folder is laid out for `datasets` (curate.hf_layout): "
+        "'dataset_dict', dataset_dict.json on top and one folder per split (a version without "
+        "splits is one split, train, whose state.json lists ../shards/...), which both "
+        "load_dataset and load_from_disk read; absent in versions made before it, where a "
+        "version without splits has state.json on top (load_from_disk's only). Absent in "
+        "mixtures (no datasets layout).",
     )
     packing: Packing | None = Field(
         None,

@@ -17,11 +17,11 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from curate.digests import sha256_file
+from curate.hf_layout import data_files, hf_files, split_folders
 from curate.integrity import file_problem
 from curate.manifest import CardFile, FileRecord, Manifest, StatisticsFile
 from curate.mixture_checks import mixture_problems
 from curate.mixture_record import MixtureIndex
-from curate.output.hf_layout import hf_files
 from curate.paths import escape
 from curate.sealed import VERSION_NAME
 
@@ -51,7 +51,8 @@ def verify(folder: Path) -> list[str]:
 
     problems: list[str] = []
     splits = list(manifest.splits.splits) if manifest.splits is not None else []
-    layout = hf_files(splits) if manifest.mixture is None else set()  # a mixture: its index
+    # a mixture has no datasets layout: its index says which rows are its samples
+    layout = hf_files(splits, manifest.layout) if manifest.mixture is None else set()
     listed = {"manifest.json", *layout}
     folders: dict[str, str | None] = {}
     extra: list[FileRecord | StatisticsFile | CardFile | MixtureIndex] = [
@@ -155,23 +156,25 @@ def _packing_problems(manifest: Manifest) -> list[str]:
 
 
 def _state_problems(folder: Path, manifest: Manifest) -> list[str]:
-    """Each state.json lists exactly its split's shards from the manifest, in order: what
-    `datasets.load_from_disk` reads is what was hashed above."""
+    """dataset_dict.json names the manifest's split folders, and each state.json lists
+    exactly its split's shards from the manifest, in order: what `datasets` reads is what was
+    hashed above."""
+    if manifest.mixture is not None:
+        return []
     problems = []
-    names = list(manifest.splits.splits) if manifest.splits is not None else [None]
-    if manifest.splits is not None and (folder / "dataset_dict.json").is_file():
+    splits = list(manifest.splits.splits) if manifest.splits is not None else []
+    names = split_folders(splits, manifest.layout)
+    if names and (folder / "dataset_dict.json").is_file():
         try:
             listed = json.loads((folder / "dataset_dict.json").read_text())["splits"]
         except (OSError, ValueError, KeyError, TypeError):
             listed = None
         if listed != names:  # datasets loads each folder it names, '../..' included
             problems.append("dataset_dict.json: names other splits than the manifest")
-    for split in names:
-        state = f"{split}/state.json" if split else "state.json"
+    shards = [(s.path, s.split) for s in manifest.shards]
+    for state, want in data_files(shards, splits, manifest.layout).items():
         if escape(folder, state) is not None or not (folder / state).is_file():
             continue  # reported above
-        prefix = f"{split}/" if split else ""
-        want = [s.path.removeprefix(prefix) for s in manifest.shards if s.split == split]
         try:
             data = json.loads((folder / state).read_text())
             have = [entry["filename"] for entry in data["_data_files"]]

@@ -4,7 +4,7 @@ Readers never write into a version folder. `to_dataset()` opens the shards throu
 view folder of symlinks under curate's cache, so the cache files `datasets` writes
 beside its source files on `.map()` land in the view, never in the version.
 
-A version made with `split:` holds its splits side by side (`curate.output.hf_layout`):
+A version made with `split:` holds its splits side by side (`curate.hf_layout`):
 `to_dataset()` is then a `DatasetDict`, and `to_arrow`/`to_polars`/`to_dataset` take a
 split's name. Asking a split version for its rows without naming a split is an error
 rather than a silent concatenation of train and held-out data.
@@ -27,6 +27,7 @@ import pyarrow as pa
 from curate import integrity
 from curate.dirfd import Folder
 from curate.errors import CurateError
+from curate.hf_layout import DICT, TRAIN
 from curate.output.shards import read_stream
 from curate.paths import inside
 from curate.sealed import read_manifest
@@ -259,8 +260,9 @@ class Version:
         """A memory-mapped `datasets.Dataset`; `.map()` caches go to curate's cache folder.
 
         A version with splits gives a `DatasetDict` (train, validation, ...), or the named
-        split's `Dataset`. A mixture (`curate mix`) gives its samples in index order
-        (`curate.mixture_dataset`).
+        split's `Dataset`; one without gives its rows as one `Dataset` (on disk a
+        `DatasetDict` of one split, train, so that `datasets.load_dataset` reads it too).
+        A mixture (`curate mix`) gives its samples in index order (`curate.mixture_dataset`).
         """
         import datasets
 
@@ -271,6 +273,8 @@ class Version:
 
             return mixture_dataset(self)
         view = self.view_folder()
+        if split is None and not self.splits and self.manifest.get("layout") == DICT:
+            split = TRAIN  # a version without splits is its one folder, train (hf_layout)
         ds = datasets.load_from_disk(str(view / split if split else view))
         assert isinstance(
             ds, datasets.DatasetDict if self.splits and not split else datasets.Dataset

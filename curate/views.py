@@ -6,7 +6,8 @@ fingerprint, never by names read from the manifest: two output roots built from 
 same recipe each get their own view, and a manifest's `dataset` or `version` cannot
 move a view out of the cache (they appear only as a sanitized label). Every path the
 view links to is checked to stay inside the version (`curate.paths.inside`), and so
-are the files each `state.json` tells `datasets` to read.
+are the files each `state.json` tells `datasets` to read (a version without splits lists
+`../shards/...` from its `train/`: checked as the path it resolves to in the version).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curate.errors import CurateError
+from curate.hf_layout import data_files, hf_files, resolved, split_folders
 from curate.modes import make_dirs
-from curate.output.hf_layout import hf_files
 from curate.paths import inside
 
 if TYPE_CHECKING:
@@ -35,7 +36,8 @@ def view_folder(version: Version, cache: Path) -> Path:
     label = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{version.dataset}-{version.name}")[:60].lstrip(".")
     view = views / f"{label}-{key}"
     links = _links(version)  # checked every time: the version's files are what is served
-    marker = view / ("dataset_dict.json" if version.splits else "state.json")
+    layout = version.manifest.get("layout")
+    marker = view / ("dataset_dict.json" if split_folders(version.splits, layout) else "state.json")
     if version.manifest.get("mixture") is not None:  # its shards only (curate.mixture_dataset)
         marker = view / next(iter(links))
     if not marker.exists():
@@ -61,18 +63,16 @@ def _links(version: Version) -> dict[str, Path]:
         links[str(rel)] = inside(version.path, rel, source=manifest, field=f"shards[{i}].path")
     if version.manifest.get("mixture") is not None:
         return links  # no datasets layout: its index says which rows are its samples
-    for name in sorted(hf_files(version.splits)):
+    layout = version.manifest.get("layout")
+    for name in sorted(hf_files(version.splits, layout)):
         links[name] = inside(version.path, name, source=manifest, field="splits")
-    if version.splits:
-        _check_dict(version.path, version.splits)
+    folders = split_folders(version.splits, layout)
+    if folders:
+        _check_dict(version.path, folders)
     shards = [s for s in version.manifest["shards"] if isinstance(s, dict)]
-    for split in version.splits:
-        want = [
-            str(s.get("path")).removeprefix(f"{split}/") for s in shards if s.get("split") == split
-        ]
-        _check_state(version.path / split, want)
-    if not version.splits:
-        _check_state(version.path, [str(s.get("path")) for s in shards])
+    pairs = [(str(s.get("path")), s.get("split")) for s in shards]
+    for state, want in data_files(pairs, version.splits, layout).items():
+        _check_state(version.path, state, want)
     return links
 
 
@@ -98,10 +98,10 @@ def _check_dict(folder: Path, splits: list[str]) -> None:
             )
 
 
-def _check_state(folder: Path, want: list[str]) -> None:
-    """The files a state.json makes `datasets` read stay inside its folder and are the
+def _check_state(folder: Path, state: str, want: list[str]) -> None:
+    """The files a state.json makes `datasets` read stay inside the version and are the
     manifest's shards, in order: a shard listed twice would be served twice."""
-    path = folder / "state.json"
+    path = folder / state
     try:
         files = [entry["filename"] for entry in json.loads(path.read_text())["_data_files"]]
     except (OSError, ValueError, KeyError, TypeError):
@@ -110,7 +110,8 @@ def _check_state(folder: Path, want: list[str]) -> None:
             "`curate verify` checks the version"
         ) from None
     for i, name in enumerate(files):
-        inside(folder, name, source=path, field=f"_data_files[{i}].filename")
+        where = resolved(state, name) if isinstance(name, str) else name
+        inside(folder, where, source=path, field=f"_data_files[{i}].filename")
     if files != want:
         raise CurateError(
             f"{path}: lists other files than the manifest's shards; "

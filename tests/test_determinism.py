@@ -45,17 +45,16 @@ def test_one_and_two_workers_give_identical_shards(tmp_path: Path) -> None:
     assert (one.path / "statistics.json").read_bytes() == (
         two.path / "statistics.json"
     ).read_bytes()
-    assert json.loads((one.path / "state.json").read_text()) == json.loads(
-        (two.path / "state.json").read_text()
-    )
+    for name in ("dataset_dict.json", "train/state.json", "train/dataset_info.json"):
+        assert (one.path / name).read_bytes() == (two.path / name).read_bytes()
     # shards are named by their partition's key, in input order (the manifest's partitions)
     assert one.manifest["partitions"] == two.manifest["partitions"]
     keys = [p["key"] for p in one.manifest["partitions"]]
     named = [re.findall(r"-([0-9a-f]{16})", s["path"])[0] for s in one.manifest["shards"]]
     assert sorted(set(named), key=keys.index) == list(dict.fromkeys(named))
-    state = json.loads((one.path / "state.json").read_text())
+    state = json.loads((one.path / "train" / "state.json").read_text())  # from train/
     assert [f["filename"] for f in state["_data_files"]] == [
-        s["path"] for s in one.manifest["shards"]
+        "../" + s["path"] for s in one.manifest["shards"]
     ]
 
 

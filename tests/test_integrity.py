@@ -93,8 +93,8 @@ def test_missing_side_output_and_layout_files_are_named(version: curate.Version)
 
 def test_missing_datasets_layout_file_is_named(version: curate.Version) -> None:
     writable(version.path)
-    (version.path / "state.json").unlink()
-    refused(version.path, "state.json: missing")
+    (version.path / "train" / "state.json").unlink()
+    refused(version.path, "train/state.json: missing")
 
 
 def test_manifest_path_outside_the_version_is_refused(version: curate.Version) -> None:

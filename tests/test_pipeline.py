@@ -118,7 +118,7 @@ def test_chat_records_in_memory_equal_a_run_packed(tmp_path: Path) -> None:
                     id_field="id", output={"fsync": False})  # fmt: skip
     import datasets
 
-    written = datasets.load_from_disk(str(version.path))
+    written = datasets.load_from_disk(str(version.path))["train"]  # one split: no split asked
     for name in ("input_ids", "labels", "position_ids", "cu_seqlens", "doc_ids"):
         assert written[name] == table.column(name).to_pylist()
     assert version.counts["quarantined"] == 1

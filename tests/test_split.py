@@ -149,13 +149,24 @@ def test_packed_tokens_are_split_before_packing(tmp_path: Path) -> None:
         open_tokens(version.path, split="dev")
 
 
-def test_a_version_without_split_is_unchanged(tmp_path: Path) -> None:
+def test_a_version_without_split_is_one_dataset_to_curate_and_one_split_to_datasets(
+    tmp_path: Path,
+) -> None:
+    """No split is recorded and the Python API gives one `Dataset`; `datasets` sees a
+    DatasetDict of one split, train, so that load_dataset reads the folder too
+    (curate.hf_layout); the shards stay where every version keeps them."""
     write_jsonl(tmp_path / "data" / "a.jsonl", corpus(100))
     version = curate.run(write_recipe(tmp_path))
     assert version.manifest["splits"] is None and version.splits == []
     assert all(s.get("split") is None for s in version.manifest["shards"])
-    assert isinstance(datasets.load_from_disk(str(version.path)), datasets.Dataset)
-    assert not (version.path / "dataset_dict.json").exists()
+    assert all(s["path"].startswith("shards/") for s in version.manifest["shards"])
+    whole = datasets.load_from_disk(str(version.path))
+    assert isinstance(whole, datasets.DatasetDict) and list(whole) == ["train"]
+    ds = version.to_dataset()
+    assert isinstance(ds, datasets.Dataset)
+    assert ds["id"] == whole["train"]["id"] == version.to_arrow().column("id").to_pylist()
+    assert not (version.path / "state.json").exists()
+    assert verify(version.path) == []
     with pytest.raises(CurateError, match="has no splits"):
         version.to_arrow("validation")
     assert np.all(version.to_arrow().column("id").to_numpy(zero_copy_only=False) != "")

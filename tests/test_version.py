@@ -35,7 +35,9 @@ def snapshot(folder: Path) -> dict[str, str]:
 
 def test_datasets_load_from_disk_reads_every_row(version: curate.Version) -> None:
     assert len(version.manifest["shards"]) > 1  # small shard_size: several shards
-    ds = datasets.load_from_disk(str(version.path))
+    whole = datasets.load_from_disk(str(version.path))  # every version is a DatasetDict
+    assert isinstance(whole, datasets.DatasetDict) and list(whole) == ["train"]
+    ds = whole["train"]  # a version without splits: its one split (curate.hf_layout)
     assert ds.num_rows == version.counts["written"] == 48
     assert ds.column_names == ["id", "text", "source"]
     assert ds.features["text"] == datasets.Value("string")
@@ -269,7 +271,7 @@ def test_dataset_dict_json_cannot_name_a_split_outside_the_version(
     assert result.exit_code == 1 and "dataset_dict.json: names other splits" in result.stderr
 
 
-@pytest.mark.parametrize("change", ["twice", "extra", "dropped"])
+@pytest.mark.parametrize("change", ["twice", "extra", "dropped", "outside"])
 def test_to_dataset_serves_only_the_manifests_shards(
     version: curate.Version, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: str
 ) -> None:
@@ -281,18 +283,23 @@ def test_to_dataset_serves_only_the_manifests_shards(
 
     monkeypatch.setenv("CURATE_CACHE", str(tmp_path / "cache"))
     crafted = crafted_copy(version, tmp_path / "crafted" / "v1")
-    state = crafted.path / "state.json"
+    state = crafted.path / "train" / "state.json"
     data = json.loads(state.read_text())
     first = data["_data_files"][0]["filename"]
+    assert first.startswith("../shards/")  # named from train/
     if change == "twice":
         data["_data_files"].append({"filename": first})
     elif change == "extra":
-        shutil.copy(crafted.path / first, crafted.path / "shards" / "extra.arrow")
-        data["_data_files"].append({"filename": "shards/extra.arrow"})
+        shutil.copy(state.parent / first, crafted.path / "shards" / "extra.arrow")
+        data["_data_files"].append({"filename": "../shards/extra.arrow"})
+    elif change == "outside":  # '../' leads to the version's shards; '../../' out of it
+        shutil.copy(state.parent / first, crafted.path.parent / "outside.arrow")
+        data["_data_files"].append({"filename": "../../outside.arrow"})
     else:
         data["_data_files"] = []
     state.write_text(json.dumps(data))
-    with pytest.raises(curate.CurateError, match="lists other files than the manifest's shards"):
+    why = "leads outside" if change == "outside" else "lists other files than the manifest's"
+    with pytest.raises(curate.CurateError, match=why):
         curate.Version(crafted.path).to_dataset()
 
 

@@ -98,8 +98,8 @@ class Rewrite:
         """Packed rows: the partitions holding a forgotten document packed again
         (`curate.forget.repack`), the other shards linked."""
         from curate.accounting import packing_record
+        from curate.hf_layout import hf_files, write_layout
         from curate.manifest import FileRecord
-        from curate.output.hf_layout import write_hf_dict, write_hf_files
 
         m = self.manifest
         old = {s["path"]: s for s in m["shards"]}
@@ -119,15 +119,10 @@ class Rewrite:
         m["tokens"] = sum(s.get("tokens") or 0 for s in done.shards)
         self.removed = done.removed
         names = list((m.get("splits") or {}).get("splits") or [])
-        if not names:
-            write_hf_files(self.target, [s["path"] for s in done.shards], m["fingerprint"])
-            written.update(("state.json", "dataset_info.json"))
-        else:
-            per_split = {n: [s["path"].removeprefix(f"{n}/") for s in done.shards
-                             if s.get("split") == n] for n in names}  # fmt: skip
-            write_hf_dict(self.target, per_split, m["fingerprint"])
-            written.add("dataset_dict.json")
-            written.update(f"{n}/{f}" for n in names for f in ("state.json", "dataset_info.json"))
+        layout = m.get("layout")  # the version keeps its layout (a legacy one too)
+        shards = [(s["path"], s.get("split")) for s in done.shards]
+        write_layout(self.target, shards, names, layout, m["fingerprint"])
+        written.update(hf_files(names, layout))
         written.update(s["path"] for s in done.shards)
 
     def _shard(self, record: dict[str, Any]) -> None:

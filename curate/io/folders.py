@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from curate.errors import CurateError
+from curate.hf_layout import resolved, unsplit_state
 from curate.paths import inside
 
 TEXT_SUFFIXES = (".txt", ".md")
@@ -75,14 +76,25 @@ def text_members(folder: str) -> list[Member]:
     return members
 
 
+def state_of(folder: str) -> str:
+    """The state.json that lists a saved dataset's shards, relative to `folder`: on top, or
+    `train/state.json` in a curate version without splits (`curate.hf_layout`)."""
+    if os.path.isfile(os.path.join(folder, HF_STATE)):
+        return HF_STATE
+    return unsplit_state(folder) or HF_STATE
+
+
 def hf_shards(folder: str) -> list[Member]:
     """The Arrow shards a `save_to_disk` folder lists in state.json, in its order, and state.json.
 
     The last member is state.json itself, so the folder's identity changes when the
     shard list does; other files (`cache-*.arrow` left by `.map()`, a curate
     version's rejected/ and quarantine/) are not part of the dataset and are ignored.
+    A curate version without splits lists them from `train/` as `../shards/...`: each
+    member is the path the name resolves to inside `folder` (`shards/...`, as before).
     """
-    state_path = os.path.join(folder, HF_STATE)
+    listing = state_of(folder)
+    state_path = os.path.join(folder, listing)
     try:
         with open(state_path, "rb") as f:
             state = json.loads(f.read())
@@ -99,11 +111,12 @@ def hf_shards(folder: str) -> list[Member]:
             raise CurateError(f"{state_path} lists a shard that is not a file name: {name!r}")
         # another user's version on a shared root must not make this run read beside it
         field = f"_data_files[{i}].filename" if i < len(files) else "itself"
-        path = str(inside(folder, name, source=state_path, field=field))
+        rel = resolved(listing, name) if listing != HF_STATE else name
+        path = str(inside(folder, rel, source=state_path, field=field))
         st = _stat(path, folder)
         if not stat.S_ISREG(st.st_mode):
             raise CurateError(f"{path} (listed in {state_path}) is not a regular file")
-        members.append(Member(Path(name).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+        members.append(Member(Path(rel).as_posix(), st.st_size, st.st_mtime_ns, st.st_ctime_ns))
     return members
 
 

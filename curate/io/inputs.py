@@ -20,6 +20,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from curate.errors import CurateError, recipe_part, shown
+from curate.hf_layout import unsplit_state
 from curate.io import folders
 from curate.sealed import VERSION_NAME
 
@@ -207,8 +208,8 @@ def _label(where: str, pattern: str) -> str:
 
 
 def _folder_format(path: str, name: str, label: str) -> str:
-    if os.path.exists(os.path.join(path, folders.HF_STATE)):
-        return "hf_disk"
+    if os.path.exists(os.path.join(path, folders.HF_STATE)) or unsplit_state(path):
+        return "hf_disk"  # a saved dataset, or a curate version (`train/` its one split)
     if os.path.exists(os.path.join(path, "dataset_dict.json")):
         raise CurateError(
             f"{label} is a saved DatasetDict; name one split's folder, e.g. '{name}/train'"
@@ -267,7 +268,7 @@ def _data_files_hint(path: str, name: str) -> str:
     if suffix is None:
         return ""
     parent = os.path.dirname(path.rstrip(os.sep))
-    if os.path.exists(os.path.join(parent, folders.HF_STATE)):
+    if os.path.exists(os.path.join(parent, folders.HF_STATE)) or unsplit_state(parent):
         saved = Path(name).parent.as_posix()
         return f"; it holds a saved dataset's shards: name the dataset folder, '{saved}'"
     return f"; it holds data files: name them with a glob, e.g. '{name}/*{suffix}'"
@@ -284,7 +285,8 @@ def _dataset_folder_hint(path: str, name: str) -> str:
     if not VERSION_NAME.match(latest):  # a crafted LATEST is neither probed nor printed
         return f"is a curate dataset folder; name one of its versions, e.g. '{name}/v1'"
     example = f"{name}/{latest}"
-    if os.path.exists(os.path.join(path, latest, "dataset_dict.json")):
+    version = os.path.join(path, latest)
+    if os.path.exists(os.path.join(version, "dataset_dict.json")) and not unsplit_state(version):
         example += "/train"  # a version with held-out splits: one split is one dataset
     return f"is a curate dataset folder (LATEST is {latest}); name a version, e.g. '{example}'"
 

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from curate.dirfd import write_atomic
+from curate.hf_layout import DICT
 from curate.manifest import CardFile, Manifest, StageRecord
 
 NAME = "README.md"
@@ -275,20 +276,27 @@ def _dicts(value: object) -> list[dict[str, Any]]:
 
 
 def _loading(m: Manifest) -> str:
+    """Both of `datasets`' loaders read the folder (`curate.hf_layout`), except a
+    version made before its layout without splits (a card written again by a purge)."""
     where = f"path/to/{m.dataset}/{m.version}"
-    splits = m.splits is not None
-    dict_note = "a `DatasetDict` of its splits" if splits else "one `Dataset`"
+    if m.splits is not None:
+        disk, api = "a `DatasetDict` of its splits", 'a `DatasetDict`, or to_dataset("train")'
+    elif m.layout == DICT:
+        disk, api = "a `DatasetDict` of one split, `train`", "one `Dataset`"
+    else:
+        disk, api = "one `Dataset`", "one `Dataset`"
     hub = (
         f'ds = datasets.load_dataset("{where}")  # reads the configs above: the same rows'
-        if splits
+        if m.splits is not None or m.layout == DICT
         else "# datasets.load_dataset refuses a folder holding state.json (load_from_disk's "
         'layout);\n# uploaded to the Hub, datasets.load_dataset("<org>/<name>") reads the '
         "configs above"
     )
     return (
         "## How to load\n\n```python\nimport datasets\n\n"
-        f'ds = datasets.load_from_disk("{where}")  # {dict_note}, memory-mapped\n'
+        f'ds = datasets.load_from_disk("{where}")  # {disk}, memory-mapped\n'
         f"{hub}\n\nimport curate\n\n"
         f'version = curate.open("{where}")  # checks every file against the manifest\n'
+        f"ds = version.to_dataset()  # {api}, through a view in curate's cache\n"
         "```\n\n`curate verify` hashes every file against `manifest.json` (this card included)."
     )

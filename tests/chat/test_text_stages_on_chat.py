@@ -567,7 +567,7 @@ def test_finetune_recipe_curates_conversations_end_to_end(tmp_path: Path) -> Non
         ("m9", None),
     ]
 
-    ds = datasets.load_from_disk(version.path)
+    ds = datasets.load_from_disk(version.path)["train"]  # its one split (no split: asked)
     assert len(ds) == 13 and {"input_ids", "labels", "num_tokens"} <= set(ds.column_names)
     assert sorted(ds["id"]) == sorted(
         ["m1", "m2", "m3", "m6", "m7", "m8", "s1", "s2", "s5", "a1", "a2", "a3", "a5"]

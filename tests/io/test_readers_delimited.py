@@ -157,7 +157,7 @@ def test_csv_end_to_end_read_back_with_datasets_and_accounted(tmp_path: Path) ->
     (tmp_path / "data" / "b.tsv").write_text("id\ttext\tgroup\nt1\ttab separated words here\t7\n")
     recipe = write_recipe(tmp_path, inputs=["data/*"], fields={"group": "int32"})
     version = curate.run(recipe)
-    ds = datasets.load_from_disk(str(version.path))
+    ds = datasets.load_from_disk(str(version.path))["train"]  # a version without splits
     assert len(ds) == 51 and ds.features["group"].dtype == "int32"
     got = dict(zip(ds["id"], ds["text"], strict=True))
     assert got["d7"] == "document 7\nhas words, and more words" and got["t1"].startswith("tab")

@@ -164,7 +164,7 @@ def test_json_arrays_end_to_end_text_and_chat_read_back_with_datasets(tmp_path: 
     (tmp_path / "data" / "a.json").write_text(text)
     (tmp_path / "data" / "b.jsonl").write_text('{"id": "j", "text": "a line of words"}\n')
     version = curate.run(write_recipe(tmp_path, inputs=["data/*"]))
-    ds = datasets.load_from_disk(str(version.path))
+    ds = datasets.load_from_disk(str(version.path))["train"]  # a version without splits
     assert sorted(ds["id"]) == sorted([*(d["id"] for d in docs), "j"])
     assert version.quarantined().to_pylist() == [
         {"file": "data/a.json", "line": 31, "reason": "record is a JSON int, not an object",
@@ -183,7 +183,7 @@ def test_json_arrays_end_to_end_text_and_chat_read_back_with_datasets(tmp_path: 
     cfg.pop("id_field")
     recipe.write_text(yaml.safe_dump(cfg, sort_keys=False))
     version = curate.run(recipe)
-    ds = datasets.load_from_disk(str(version.path))
+    ds = datasets.load_from_disk(str(version.path))["train"]  # a version without splits
     assert sorted(ds["id"]) == [f"data/c.json:{i}" for i in range(5)]
     assert ds[0]["messages"][1]["content"].startswith("answer")
     assert [(r["line"], r["reason"].split(":")[0]) for r in version.quarantined().to_pylist()] == [

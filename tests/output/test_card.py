@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import datasets
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -59,23 +60,13 @@ LOAD = """
 import json, sys
 import datasets
 version, cache = sys.argv[1], sys.argv[2]
-try:
-    datasets.load_dataset(version, cache_dir=cache)
-    refused = None
-except ValueError as exc:
-    refused = str(exc)
-# what load_dataset runs after that check: the card's configs, through the arrow builder
-builder = datasets.load_dataset_builder(version, cache_dir=cache)
-builder.download_and_prepare()
-via_card = builder.as_dataset()
-if refused is None:
-    assert datasets.load_dataset(version, cache_dir=cache).keys() == via_card.keys()
+by_card = datasets.load_dataset(version, cache_dir=cache)  # reads the card's configs
 disk = datasets.load_from_disk(version)
-disk = disk if isinstance(disk, datasets.DatasetDict) else {"train": disk}
+assert isinstance(by_card, datasets.DatasetDict) and isinstance(disk, datasets.DatasetDict)
 print(json.dumps({
-    "refused": refused,
-    "card": {k: v.to_list() for k, v in via_card.items()},
+    "card": {k: v.to_list() for k, v in by_card.items()},
     "disk": {k: v.to_list() for k, v in disk.items()},
+    "columns": {k: [v.column_names for v in (by_card[k], disk[k])] for k in disk},
 }))
 """
 
@@ -96,44 +87,35 @@ def verify(version: Path) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("split", [None, {"validation": 0.2, "test": 0.1}])
-def test_datasets_reads_the_card_s_configs_as_load_from_disk_reads_the_version(
+def test_load_dataset_on_the_folder_gives_the_rows_load_from_disk_gives(
     tmp_path: Path, split: dict[str, float] | None
 ) -> None:
-    """A split version is `load_dataset`'s and `load_from_disk`'s alike; a version without
-    splits is `load_from_disk`'s only, and no layout can make it both (datasets 5.2.0):
-
-    - `load_from_disk(path)` returns a `Dataset` only when `path/dataset_info.json` and
-      `path/state.json` are files (datasets/load.py:1742-1745, `fs.isfile`, which for a local
-      path is `os.path.isfile`: it follows symlinks); otherwise a `DatasetDict` when
-      `path/dataset_dict.json` is one (1746-1747), else FileNotFoundError. The name is the
-      constant `config.DATASET_STATE_JSON_FILENAME = "state.json"` (config.py:239), also read
-      by `Dataset.load_from_disk` (arrow_dataset.py:2029, 2068).
-    - `load_dataset(path, ...)` raises ValueError ("...saved using `save_to_disk`. Please use
-      `load_from_disk` instead.") whenever `Path(path, "state.json").exists()`
-      (load.py:1649-1653), first thing, before `load_dataset_builder` (load.py:1665) reads the
-      card's `configs`; so neither the card's YAML nor a `data_files=` argument skips it.
-
-    A file `isfile` accepts is one `exists` accepts, so a folder `load_from_disk` opens as a
-    `Dataset` is one `load_dataset` refuses (a symlinked state.json too). The only layout both
-    read is a DatasetDict's (dataset_dict.json on top, state.json per split: what split
-    versions are), but then `load_from_disk` returns a `DatasetDict`, not the `Dataset`
-    `Version.to_dataset` and every existing version give. So for a version without splits the
-    test checks the refusal and reads the card's configs through `load_dataset_builder`:
-    what `load_dataset` runs after that check, and what `load_dataset("<org>/<name>")` runs
-    once the folder is on the Hub (the card says so)."""
+    """Offline, `datasets.load_dataset(version folder)` reads the card's configs and gets
+    exactly the rows and columns `datasets.load_from_disk(version folder)` gets, with or
+    without splits: every version is a DatasetDict folder (`curate.hf_layout`; a
+    version without splits is one split, train). `load_dataset` refuses any folder with a
+    `state.json` on top (datasets 5.2.0, load.py:1649), so none is there. The version holds
+    rejected, quarantine, examples, statistics and lineage files, each of which a glob over
+    the folder would take for data: the counts and columns say none was."""
     version = build(tmp_path, stages=[{"exact_dedup": {}}], split=split)
     m = json.loads((version / "manifest.json").read_text())
-    assert m["rejected"] and m["quarantine"] and m["examples"]  # files a glob over *.arrow
-    # would take for data
+    assert m["rejected"] and m["quarantine"] and m["examples"] and m["lineage"]
+    assert m["statistics"] and m["layout"] == "dataset_dict"
+    assert not (version / "state.json").exists()
     loaded = load_both(version, tmp_path / "hf")
     names = ["train", "validation", "test"] if split else ["train"]
     assert list(loaded["card"]) == list(loaded["disk"]) == names
     assert loaded["card"] == loaded["disk"]  # the same rows, in the same order
     assert sum(len(rows) for rows in loaded["card"].values()) == m["counts"]["written"]
-    if split:  # no state.json at the top: datasets.load_dataset(folder) itself reads the card
-        assert loaded["refused"] is None
-    else:  # datasets refuses a load_from_disk folder by name (it holds state.json)
-        assert "load_from_disk" in loaded["refused"]
+    columns = [c["name"] for c in m["schema"]]
+    assert loaded["columns"] == {n: [columns, columns] for n in names}
+    opened = curate.open(version)
+    if split:
+        assert {n: opened.to_dataset(n).to_list() for n in names} == loaded["disk"]
+    else:  # the Python API still gives one Dataset for a version without splits
+        ds = opened.to_dataset()
+        assert isinstance(ds, datasets.Dataset) and ds.to_list() == loaded["disk"]["train"]
+    opened.release()
     head = header(version)
     files = head["configs"][0]["data_files"]
     assert [f["split"] for f in files] == names
