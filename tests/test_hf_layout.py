@@ -112,6 +112,11 @@ def test_a_legacy_and_a_new_version_read_as_inputs_give_the_same_rows(tmp_path: 
         assert child.manifest["parents"] == [f"t/v1@{m['fingerprint']}"]
         children[name] = ids(child.path)
     assert children["old"] == children["new"] == ids(new) == ids(old)
+    folder = tmp_path / "child-split"
+    folder.mkdir()
+    recipe = write_recipe(folder, inputs=[str(new / "train")], stages=[{"normalize": {}}])
+    with pytest.raises(curate.CurateError, match="train/ folder of a curate version"):
+        curate.run(recipe)
 
 
 def test_a_legacy_version_exports_and_is_a_mixture_source(tmp_path: Path) -> None:

@@ -208,6 +208,12 @@ def _label(where: str, pattern: str) -> str:
 
 
 def _folder_format(path: str, name: str, label: str) -> str:
+    parent = os.path.dirname(path.rstrip(os.sep))
+    if os.path.basename(path.rstrip(os.sep)) == "train" and unsplit_state(parent):
+        raise CurateError(  # its state.json names ../shards/..., outside this folder
+            f"{label} is the train/ folder of a curate version without splits; name the "
+            f"version, '{Path(name).parent.as_posix()}'"
+        )
     if os.path.exists(os.path.join(path, folders.HF_STATE)) or unsplit_state(path):
         return "hf_disk"  # a saved dataset, or a curate version (`train/` its one split)
     if os.path.exists(os.path.join(path, "dataset_dict.json")):
