@@ -13,13 +13,19 @@ forgotten`), so the counts reconcile wherever that is:
   in memory as every document does, because a barrier's summary is of the text those
   stages leave (normalize before MinHash), and a filter dropping it there keeps it out of
   the barrier as in the rebuild.
-- **Two barriers with no map stage between them** (exact_dedup then minhash_dedup, as the
-  sample recipes have it): the first barrier's pass makes the second one's summary of it
-  too, from the same text, and stages that (`ahead-*.arrow`: hashes, signatures) instead
-  of the document; the second barrier's pass adds it to its own summaries unless the
-  first barrier's decision dropped it (`ahead_summaries`). Otherwise, between two barriers
-  it is staged as every document is (the second needs its text as the stages between them
-  leave it): the one place its text is written, deleted with the staging folder.
+- **Between two barriers** (exact_dedup, then pii or a filter, then minhash_dedup): the
+  first barrier's pass also runs it, in memory, through the map stages up to each later
+  barrier and makes that barrier's summary of it (`summarize_ahead`), as the later passes
+  would from its staged text, and stages those summaries (`ahead-*.arrow`: hashes,
+  signatures) instead of the document. A filter among those stages dropping it keeps it
+  out of the later barriers, as in the rebuild; the stages' counts, statistics and examples
+  never see it. Each later barrier's pass adds its own summaries of them unless an earlier
+  barrier's decision dropped them, and hands the rest on (`ahead_summaries`). This needs
+  the barriers before the last to change no rows (a barrier with `decision_fields`
+  changes the documents it keeps, so what follows depends on its decision); otherwise the
+  document is staged between the barriers as every document is (the next needs its text
+  as the stages between them leave it): the one place its text is written, deleted with
+  the staging folder.
 - **On entering the final pass**, without a barrier at all (right after reading), or when
   an earlier pass could not leave it out (its rows were not written again, but named in a
   stage-cache entry or the previous staging: `curate.engines.staged_rows`).
@@ -39,16 +45,19 @@ document they see (figures, no text); examples never show it.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.io.batches import ID, QuarantineRecord, with_partition
+from curate.io.batches import ID, QuarantineRecord, local_orders, with_partition
 from curate.io.partitions import Partition
 from curate.output.shards import read_stream
+from curate.stages.base import BarrierStage, MapStage, StageCounts
+from curate.stages.chain import run_maps
 from curate.staging.names import Staging
 
 Rows = TypeVar("Rows", pa.RecordBatch, pa.Table)
@@ -101,23 +110,55 @@ def listed(
     return kept, len(records) - len(kept)
 
 
+@dataclass(frozen=True)
+class Ahead:
+    """A later pass's map stages and the barrier that ends it: what a forgotten document goes
+    through, in memory, for that barrier's summary (`summarize_ahead`)."""
+
+    maps: list[MapStage]
+    barrier: BarrierStage
+
+
+def summarize_ahead(
+    gone: pa.RecordBatch, steps: Sequence[Ahead], k: int
+) -> Iterator[tuple[int, pa.RecordBatch]]:
+    """Each later barrier's summary of forgotten documents that pass k's barrier summarized
+    (`gone`, set-up stages), with the pass whose barrier it is: the documents run through
+    the map stages before it as that pass would run them, what a filter drops going no
+    further. Nothing of the stages' counts is kept: the documents are counted as forgotten
+    in pass k, where they leave."""
+    for target, step in enumerate(steps, start=k + 1):
+        if step.maps:
+            gone = run_maps(gone, step.maps, [StageCounts() for _ in step.maps], [])
+        if gone.num_rows == 0:
+            return
+        yield target, local_orders(step.barrier.summarize(gone))
+
+
 def ahead_summaries(
     staging: Staging, k: int, partition: Partition, drops: Any
-) -> Iterator[pa.RecordBatch]:
-    """The next barrier's summaries of forgotten documents that pass k (a barrier's pass)
-    made for this pass, less those its decision dropped (a dropped document takes part in no
-    later barrier, as in a run that staged it): what this pass adds to its own."""
+) -> tuple[list[pa.RecordBatch], dict[int, list[pa.RecordBatch]]]:
+    """The later barriers' summaries of forgotten documents that pass k handed on (made by a
+    barrier's pass, `summarize_ahead`), less those its barrier's decision dropped (a dropped
+    document takes part in no later barrier, as in a run that staged it): the summaries for
+    this pass's barrier, and the others by the pass they are for, which this pass hands on in
+    turn. (This pass reads no stage-cache entry kept before the forget, which would hold the
+    documents as rows: `forgot_before`.)"""
+    mine: list[pa.RecordBatch] = []
+    later: dict[int, list[pa.RecordBatch]] = {}
     if k < 0:
-        return
+        return mine, later
     path = staging.record(k, partition.key)
     if not path.exists():
-        return
+        return mine, later
     files = json.loads(path.read_text()).get("ahead") or []
     dropped = drops.ids if drops is not None else pa.array([], pa.string())
     for info in files:
+        target = info.get("pass", k + 1)
         for batch in read_stream(staging.root / info["path"]).to_batches():
             batch = with_partition(batch, partition.index)
             if len(dropped):
                 batch = batch.filter(pc.invert(pc.is_in(batch.column(ID), value_set=dropped)))
             if batch.num_rows:
-                yield batch
+                (mine if target == k + 1 else later.setdefault(target, [])).append(batch)
+    return mine, later

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from curate.cache.plan import CachePlan
 from curate.engines.tasks import PassTask, RunSettings
+from curate.excluded_rows import Ahead
 from curate.io.partitions import Partition
 from curate.plan import Segment
 from curate.progress import ProgressFn, no_progress
@@ -27,8 +28,8 @@ class Job:
     settings: RunSettings
     cache: CachePlan | None = None
 
-    def _ahead(self, pass_index: int) -> BarrierStage | None:
-        return _next_summarized_here(self.segments, pass_index)
+    def _ahead(self, pass_index: int) -> tuple[Ahead, ...]:
+        return _summarized_here(self.segments, pass_index)
 
     def task(self, pass_index: int, partition: Partition) -> PassTask:
         seg = self.segments[pass_index]
@@ -50,17 +51,18 @@ class Job:
         )
 
 
-def _next_summarized_here(segments: list[Segment], k: int) -> BarrierStage | None:
-    """The next pass's barrier, when this pass can summarize forgotten documents for it
-    (`curate.excluded_rows`): that pass runs no map stage, this barrier changes no text, and
-    no barrier comes after it."""
-    barrier = segments[k].barrier
-    if k + 1 >= len(segments) or barrier is None:
-        return None
-    nxt = segments[k + 1]
-    if nxt.barrier is None or nxt.maps or barrier.changes_rows():
-        return None
-    return nxt.barrier if all(s.barrier is None for s in segments[k + 2 :]) else None
+def _summarized_here(segments: list[Segment], k: int) -> tuple[Ahead, ...]:
+    """The passes after pass k up to the last barrier's, when pass k can summarize forgotten
+    documents for each of their barriers (`curate.excluded_rows`): pass k ends at a barrier,
+    and no barrier before the last changes the rows it keeps. None otherwise."""
+    barriers = [i for i, s in enumerate(segments) if s.barrier is not None]
+    if segments[k].barrier is None or barriers[-1] <= k:
+        return ()
+    last = barriers[-1]
+    if any(cast(BarrierStage, segments[i].barrier).changes_rows() for i in range(k, last)):
+        return ()
+    return tuple(Ahead(segments[i].maps, cast(BarrierStage, segments[i].barrier))
+                 for i in range(k + 1, last + 1))  # fmt: skip
 
 
 @dataclass

@@ -33,13 +33,20 @@ from curate.engines.segments import SegmentWriter
 from curate.engines.staged_rows import staged_rows, unfiltered_rows
 from curate.engines.work_meter import metered
 from curate.errors import CurateError, DiskFull
-from curate.excluded_rows import ahead_summaries, forgot_before, hits, listed, without
+from curate.excluded_rows import (
+    Ahead,
+    ahead_summaries,
+    forgot_before,
+    hits,
+    listed,
+    summarize_ahead,
+    without,
+)
 from curate.io.batches import (
     ID,
     ORDER,
     FieldSpec,
     QuarantineRecord,
-    local_orders,
     order_column,
     quarantine_table,
 )
@@ -128,7 +135,8 @@ class PassTask:
     barrier_position: int = -1
     cache: PassKeys | None = None  # the stage cache's keys for this pass (None: cache off)
     summaries_ahead: bool = False  # a later pass's barrier needs the documents' summaries
-    ahead: BarrierStage | None = None  # that barrier, when this pass can summarize for it
+    ahead: tuple[Ahead, ...] = ()  # the passes up to the last barrier, when this pass can
+    # summarize forgotten documents for their barriers (`curate.excluded_rows`)
 
     @property
     def final(self) -> bool:
@@ -207,7 +215,8 @@ class PartitionRun:
         self.prev_counts = StageCounts()
         self.drops = _drops(task)
         self.rejected: list[pa.Table] = []
-        self.ahead: list[pa.RecordBatch] = []  # forgotten documents' next summaries (excluded_rows)
+        # forgotten documents' summaries for later barriers, by pass (curate.excluded_rows)
+        self.ahead: dict[int, list[pa.RecordBatch]] = {}
         self.quarantined: list[QuarantineRecord] = []
         self.consumed = 0
         self.flushes = 0
@@ -327,6 +336,9 @@ class PartitionRun:
         cache = self.cache
         assert cache is not None
         self.reuse = reuse = find(cache, keys, self.task.pass_index)
+        if self.lost:  # its entries were kept before the forget: they hold and count the
+            # documents an earlier pass dropped (curate.excluded_rows); by document, they serve
+            reuse = self.reuse = Reuse(family=reuse.family, read_seconds=reuse.read_seconds)
         if self.consumed == 0 and reuse.input is None and self.task.pass_index > 0:
             self.documents = self._by_document(cache, keys)
         if self.documents is not None:  # the family's entries serve; a rerun starts over
@@ -470,11 +482,13 @@ class PartitionRun:
             self.reuse.docs_reused += batch.num_rows
         summary = barrier.summary_from_basis(basis)  # forgotten documents' too: decide needs them
         ahead = self.task.ahead
-        if self.segments.rows and (not self.task.summaries_ahead or ahead is not None):
-            if ahead is not None and self.settings.excluded:  # the next barrier's, made here
+        if self.segments.rows and (not self.task.summaries_ahead or ahead):
+            if ahead and self.settings.excluded:  # the later barriers' summaries, made here
                 gone = batch.filter(hits(batch, self.settings.excluded))
                 if gone.num_rows:
-                    self.ahead.append(local_orders(ready(ahead).summarize(gone)))
+                    steps = [Ahead([ready(m) for m in a.maps], ready(a.barrier)) for a in ahead]
+                    for target, rows in summarize_ahead(gone, steps, self.task.pass_index):
+                        self.ahead.setdefault(target, []).append(rows)
             batch = self._forget(batch)  # their text staged for no pass (curate.excluded_rows)
         self.segments.write(batch, summary)
 
@@ -492,8 +506,11 @@ class PartitionRun:
             self._stage_tails()
         if self.segments is not None:
             k = self.task.pass_index - 1 if self.settings.excluded else -1  # (none without)
-            for summary in ahead_summaries(self.task.staging, k, self.part, self.drops):
+            mine, later = ahead_summaries(self.task.staging, k, self.part, self.drops)
+            for summary in mine:
                 self.segments.write(summary.slice(0, 0), summary)  # rows: none to stage
+            for target, rows in later.items():  # for the barriers after this one: handed on
+                self.ahead.setdefault(target, []).extend(rows)
             self.segments.close_segment()
             files.segments = self.segments.segments
         self._flush_side_outputs()
@@ -542,13 +559,12 @@ class PartitionRun:
     def _flush_side_outputs(self) -> None:
         files, run = self.record.files, self.settings
         staging, k, p = self.task.staging, self.task.pass_index, self.part.key
-        if self.ahead:  # forgotten documents' summaries for the next barrier
-            path = staging.pass_dir(k) / f"ahead-{p}-{self.flushes:05d}.arrow"
-            table = pa.Table.from_batches(self.ahead)
-            self.record.ahead.append(
-                write_table(path, table, fsync=run.fsync, relative_to=staging.root).to_dict()
-            )
-            self.ahead = []
+        for target, rows in sorted(self.ahead.items()):  # forgotten ones' later summaries
+            path = staging.pass_dir(k) / f"ahead-{target}-{p}-{self.flushes:05d}.arrow"
+            info = write_table(path, pa.Table.from_batches(rows), fsync=run.fsync,
+                               relative_to=staging.root)  # fmt: skip
+            self.record.ahead.append({**info.to_dict(), "pass": target})
+        self.ahead = {}
         if run.excluded:  # neither rejected rows nor examples of a forgotten document
             self.rejected = [t for t in (without(t, run.excluded)[0] for t in self.rejected)
                              if t.num_rows]  # fmt: skip
