@@ -9,6 +9,7 @@ the driver before the fork: `fork_setup.set_up_before_fork`).
     quiet.py     Presidio's log records never reach the log (they can quote document text)
     keys.py      the hashing key: from an environment variable or a file, and its identity
     phone.py     Presidio's phone recognizer with shared scans and remembered verdicts
+    phone_filter.py  parts that cannot be a valid number in a region, told without parsing
     windows.py   pattern recognizers run only on windows that can hold a match
     analyzer.py  the Presidio analyzer for a configuration, and per-document entity gates
     spans.py     overlapping results resolved as Presidio's anonymizer does; replacements

@@ -43,10 +43,11 @@ from phonenumbers.phonenumbermatcher import (
 from phonenumbers.phonenumberutil import (
     _PLUS_CHARS,
     _SECOND_NUMBER_START_PATTERN,
-    normalize_digits_only,
 )
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
+
+from curate.pii.phone_filter import Part, RegionFilter, digits, part, parts
 
 _MEMO_LIMIT = 1 << 18
 _BAD_CHAR: dict[str, bool] = {}
@@ -98,7 +99,8 @@ def _hopeless(candidate: str) -> bool:
 
     Letters count as digits (phonenumbers maps vanity letters to digits).
     """
-    return sum(1 for c in candidate if c.isdigit() or c.isalpha()) < _SHORTEST
+    # (no character is both a digit and a letter)
+    return sum(map(str.isdigit, candidate)) + sum(map(str.isalpha, candidate)) < _SHORTEST
 
 
 class _Region:
@@ -138,20 +140,57 @@ class _Region:
         if self.idd is None:
             return False
         # Letters may turn into digits (vanity numbers), and so into an IDD prefix: no shortcut.
-        if any(c.isalpha() for c in candidate) or any(p in candidate for p in _PLUS_CHARS):
+        if any(map(str.isalpha, candidate)) or any(p in candidate for p in _PLUS_CHARS):
             return False
-        if sum(1 for c in candidate if c.isdigit()) >= self.shortest:
+        if sum(map(str.isdigit, candidate)) >= self.shortest:
             return False
-        return self.idd.search(normalize_digits_only(candidate)) is None
+        return self.idd.search(digits(candidate)) is None
 
 
 _REGIONS: dict[str, _Region] = {}
+_FILTERS: dict[str, RegionFilter] = {}
+_READINGS: dict[str, list[Part] | None] = {}
+_FAILS: dict[tuple[str, str], bool] = {}
 
 
 def _region(region: str) -> _Region:
     known = _REGIONS.get(region)
     if known is None:
         known = _REGIONS[region] = _Region(region)
+    return known
+
+
+def _filter(region: str) -> RegionFilter:
+    known = _FILTERS.get(region)
+    if known is None:
+        known = _FILTERS[region] = RegionFilter(region)
+    return known
+
+
+def _readings(candidate: str) -> list[Part] | None:
+    """The parts of a candidate as `phone_filter` reads them, remembered."""
+    if candidate in _READINGS:
+        return _READINGS[candidate]
+    if len(_READINGS) >= _MEMO_LIMIT:
+        _READINGS.clear()
+    found = _READINGS[candidate] = parts(candidate)
+    return found
+
+
+def _fails(candidate: str, region: str) -> bool:
+    """No part of the candidate can give a valid number in the region (leniency VALID):
+    too few digits anywhere (`_hopeless`), for the region's calling code (`_Region`), or
+    no reading its metadata allows (`phone_filter`)."""
+    key = (candidate, region)
+    known = _FAILS.get(key)
+    if known is None:
+        if len(_FAILS) >= _MEMO_LIMIT:
+            _FAILS.clear()
+        known = _FAILS[key] = (
+            _hopeless(candidate)
+            or _region(region).hopeless(candidate)
+            or _filter(region).cannot(_readings(candidate))
+        )
     return known
 
 
@@ -173,6 +212,31 @@ def _tries_when_nothing_parses(candidate: str, timestamp_follows: bool) -> int:
     return used
 
 
+def _lead() -> int | None:
+    """How far before its first digit a candidate may start: `_PATTERN` opens with at most
+    two lead characters (brackets, plus signs), each followed by at most four punctuation
+    characters. None (search from where asked) if the pattern is not of that form."""
+    pattern = _PATTERN.pattern
+    opening = pattern[: pattern.find("\\d")]
+    return 2 * (1 + 4) if opening.startswith("(?:[") and opening.endswith("]{0,4}){0,2}") else None
+
+
+_LEAD = _lead()
+_DIGIT = re.compile(r"\d")  # the digits of `_PATTERN` (a str pattern: Unicode digits)
+_NOWHERE: dict[tuple[str, tuple[str, ...]], bool] = {}
+
+
+def _nowhere(candidate: str, regions: tuple[str, ...]) -> bool:
+    """`_fails` in every region, remembered."""
+    key = (candidate, regions)
+    known = _NOWHERE.get(key)
+    if known is None:
+        if len(_NOWHERE) >= _MEMO_LIMIT:
+            _NOWHERE.clear()
+        known = _NOWHERE[key] = all(_fails(candidate, r) for r in regions)
+    return known
+
+
 class _Scan:
     """The candidates of one text by search position, shared by every region's matcher."""
 
@@ -184,7 +248,14 @@ class _Scan:
         if index in self.found:
             return self.found[index]
         text = self.text
-        hit = _PATTERN.search(text, index)
+        at = index
+        if _LEAD is not None:  # from just before the next digit: no match starts earlier
+            digit = _DIGIT.search(text, index)
+            if digit is None:
+                self.found[index] = None
+                return None
+            at = max(index, digit.start() - _LEAD)
+        hit = _PATTERN.search(text, at)
         result = None
         if hit is not None:
             start = hit.start()
@@ -221,11 +292,9 @@ class _SharedMatcher(PhoneNumberMatcher):
         self._parts = parts if parts is not None else {}
         self._valid_only = leniency >= phonenumbers.Leniency.VALID
         self._area = _region(region or "ZZ")
+        self._filter = _filter(region or "ZZ")
 
     def _parse_and_verify(self, candidate: str, offset: int) -> PhoneNumberMatch | None:
-        # A part that cannot be a valid number here (see `_hopeless`, `_Region`) is not parsed.
-        if self._valid_only and (_hopeless(candidate) or self._area.hopeless(candidate)):
-            return None
         text = self.text
         prev_bad = offset > 0 and not _LEAD_PATTERN.match(candidate) and _bad(text[offset - 1])
         end = offset + len(candidate)
@@ -233,7 +302,16 @@ class _SharedMatcher(PhoneNumberMatcher):
         if key in self._parts:
             number = self._parts[key]
             return None if number is None else PhoneNumberMatch(offset, candidate, number)
-        match = super()._parse_and_verify(candidate, offset)
+        # A part that cannot be a valid number here (`_hopeless`, `_Region`, `phone_filter`)
+        # is not parsed.
+        if self._valid_only and (
+            _hopeless(candidate)
+            or self._area.hopeless(candidate)
+            or self._filter.cannot(part(candidate))
+        ):
+            match = None
+        else:
+            match = super()._parse_and_verify(candidate, offset)
         if len(self._parts) >= _MEMO_LIMIT:
             self._parts.clear()
         self._parts[key] = None if match is None else match.number
@@ -336,6 +414,8 @@ class SharedPhone:
             for m, verdicts in group:  # matchers not alike: each on its own
                 found += [(m.preferred_region, x) for x in cls.matches(scan, m, verdicts)]
             return found
+        valid = all(m.leniency >= phonenumbers.Leniency.VALID for m, _ in group)
+        regions = tuple(m.preferred_region or "ZZ" for m, _ in group)
         waiting: dict[int, _Walk] = {}
         for m, verdicts in group:
             _Walk.join(waiting, 0, m, verdicts, m._max_tries)
@@ -352,6 +432,12 @@ class SharedPhone:
                 walk.moveto(waiting, end)
                 continue
             used = silent.get(key)
+            if used is None and valid and _nowhere(candidate, regions):
+                # no region can parse it: what it costs each of them, without parsing
+                used = _tries_when_nothing_parses(candidate, key[3])
+                if len(silent) >= _MEMO_LIMIT:
+                    silent.clear()
+                silent[key] = used
             if used is not None and walk.base + walk.lowest > used:
                 walk.base -= used + 1
                 if walk.base + walk.lowest > 0:
@@ -394,7 +480,7 @@ class SharedPhone:
             return None if raw is None else PhoneNumberMatch(start + rel, raw, number)
         if (
             m.leniency >= phonenumbers.Leniency.VALID
-            and (_hopeless(candidate) or _region(m.preferred_region or "ZZ").hopeless(candidate))
+            and _fails(candidate, m.preferred_region or "ZZ")
             and m._max_tries > (used := _tries_when_nothing_parses(candidate, key[3]))
         ):
             m._max_tries -= used
