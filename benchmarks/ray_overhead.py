@@ -15,12 +15,14 @@ cluster by address. Cases:
 
 Counted for each run: wall and CPU of the driver's whole process tree (benchmarks/reaper.py),
 and for Ray the CPU of the cluster's processes too (gcs_server, raylet, the agents, the
-workers: every process in the head's session, sampled with psutil every 50 ms, so a process
-that exits loses at most its last 50 ms), from the run's start until one second after its
-end. The manifest gives each pass's wall, each decision's wall and the connect time
+workers: every process in the head's session, sampled with psutil every 100 ms, so a
+process that exits loses at most its last 100 ms), from the run's start until one second
+after its end. The manifest gives each pass's wall, each decision's wall and the connect time
 (`setup`). Overheads are medians of the paired differences (Ray minus local, same round);
-ratios are medians of paired ratios. Foreign load is the machine's other CPU, cluster idle
-included for local runs (its idle rate is reported). Shards must be byte-identical.
+ratios are medians of paired ratios. Ray starts its workers at nice 15; this cluster sets
+`RAY_worker_niceness=0`, so both engines' workers meet foreign load at the same priority.
+Foreign load is the machine's other CPU, cluster idle included for local runs (its idle
+rate is reported). Shards must be byte-identical.
 
     /work/venv/bin/python -m benchmarks.ray_overhead --cases trivial sample --rounds 5
     /work/venv/bin/python -m benchmarks.ray_overhead --cases full --size 300 --rounds 3
@@ -58,7 +60,7 @@ WORK = HERE / "work" / "ray_overhead"
 RAY = Path(sys.executable).with_name("ray")
 CLI = Path(sys.executable).with_name("curate")
 PINNED = {"OMP_NUM_THREADS": "1", "ARROW_IO_THREADS": "1", "RAYON_NUM_THREADS": "1"}
-SAMPLE_SECONDS = 0.05
+SAMPLE_SECONDS = 0.1
 
 
 # -- the cluster --------------------------------------------------------------------------
@@ -74,6 +76,7 @@ def environment(tree: Path) -> dict[str, str]:
     env.update(quiet)
     env.update(PINNED)
     env["RAY_AUTH_MODE"] = "disabled"
+    env["RAY_worker_niceness"] = "0"  # Ray's workers run at nice 15 by default; local's at 0
     env["PYTHONPATH"] = str(tree)
     return env
 
@@ -146,6 +149,7 @@ class SessionCpu(threading.Thread):
         self.lock = threading.Lock()
         self.seen: dict[tuple[int, float], tuple[str, float]] = {}  # (pid, start) -> name, cpu
         self.sids: dict[int, int] = {}  # a process keeps its session (pids reused: rarely)
+        self.procs: dict[int, tuple[psutil.Process, tuple[int, float], str]] = {}
 
     def run(self) -> None:
         while not self.halt.wait(SAMPLE_SECONDS):
@@ -156,14 +160,14 @@ class SessionCpu(threading.Thread):
             try:
                 if pid not in self.sids:
                     self.sids[pid] = os.getsid(pid)
+                    if self.sids[pid] == self.sid:
+                        proc = psutil.Process(pid)
+                        self.procs[pid] = (proc, (pid, proc.create_time()), _role(proc))
                 if self.sids[pid] != self.sid:
                     continue
-                proc = psutil.Process(pid)
-                with proc.oneshot():
-                    t = proc.cpu_times()
-                    key = (pid, proc.create_time())
-                    name = self.seen.get(key, (None, 0.0))[0] or _role(proc)
-            except (psutil.Error, ProcessLookupError, PermissionError):
+                proc, key, name = self.procs[pid]
+                t = proc.cpu_times()
+            except (psutil.Error, ProcessLookupError, PermissionError, KeyError):
                 continue
             with self.lock:
                 self.seen[key] = (name, t.user + t.system)

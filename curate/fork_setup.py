@@ -91,6 +91,9 @@ def set_up_before_fork(engine: Engine, stages: Sequence[Stage], replayed: bool) 
     (`tasks.ready` finds them set up in each worker), unless their outputs will be replayed."""
     forks = getattr(engine, "forks", None)
     todo = shared(stages)
+    in_workers = getattr(engine, "set_up_in_workers", None)  # Ray's: no fork to inherit by
+    if todo and in_workers is not None and not replayed:
+        in_workers(todo)
     if not todo or forks is None or not forks():
         return
     if replayed:

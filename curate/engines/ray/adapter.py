@@ -22,7 +22,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from curate.engines.ray.placement import note
-from curate.engines.tasks import PassTask, run_pass_task
+from curate.engines.tasks import PassTask, ready, run_pass_task
 from curate.errors import CurateError
 
 ATTEMPTS = 4
@@ -50,14 +50,22 @@ def run_partition(blob: bytes) -> tuple[str, bytes]:
         return "", _pickled(exc)
 
 
-def warm() -> None:
-    """Started once per CPU when the engine connects: a new driver's Ray workers are new
-    processes, and this has them import curate's task code (and pandas, which pyarrow
-    imports on first use) while the driver plans, not when the first pass starts."""
+def warm(stages: bytes | None) -> None:
+    """Started once per task slot when the engine connects: a new driver's Ray workers are
+    new processes, and this has them import curate's task code (and pandas, which pyarrow
+    imports on first use) while the driver plans, not when the first pass starts. With
+    `stages` (pickled), also set up the stages whose setup the local engine's forked
+    workers inherit from the driver (Presidio: ~1.4 CPU-s), as `tasks.ready` keeps them
+    for the tasks to come. A stage that fails here is left for its task to fail with."""
     import contextlib
 
     with contextlib.suppress(ImportError):
         import pandas  # noqa: F401
+    if stages is None:
+        return
+    with contextlib.suppress(Exception):
+        for stage in pickle.loads(stages):
+            ready(stage)
 
 
 def _pickled(exc: CurateError) -> bytes:

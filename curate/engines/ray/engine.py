@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import pickle
+from collections.abc import Sequence
 from typing import Any
 
 import ray
@@ -30,6 +31,7 @@ from curate.engines.ray.collective import RaySummaries
 from curate.engines.ray.connect import init, start_local
 from curate.engines.ray.placement import tally
 from curate.engines.tasks import PassTask
+from curate.stages.base import Stage
 from curate.staging.record import PartitionRecord
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,12 @@ class RayEngine(Engine):
         self.workers = workers  # tasks at once; default: every CPU of the cluster
         self._owns_ray = False
         self._warming: list[ray.ObjectRef] = []
+        self._set_up: bytes | None = None  # stages each worker sets up as it starts
+
+    def set_up_in_workers(self, stages: Sequence[Stage]) -> None:
+        """Have each worker set these stages up as it starts (before `start()`), as the local
+        engine's workers inherit them set up from the driver (`curate.fork_setup`)."""
+        self._set_up = pickle.dumps(list(stages)) if stages else None
 
     def start(self) -> None:
         """Connect to the cluster at `address` (or "auto"), or start one on this machine,
@@ -70,7 +78,8 @@ class RayEngine(Engine):
         if not self._warming:
             slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
             self._warming = [
-                _warm.options(scheduling_strategy="SPREAD").remote() for _ in range(slots)
+                _warm.options(scheduling_strategy="SPREAD").remote(self._set_up)
+                for _ in range(slots)
             ]
 
     def close(self) -> None:
