@@ -150,7 +150,6 @@ class _Region:
 _REGIONS: dict[str, _Region] = {}
 _FILTERS: dict[str, RegionFilter] = {}
 _READINGS: dict[str, list[Part] | None] = {}
-_FAILS: dict[tuple[str, str], bool] = {}
 
 
 def _region(region: str) -> _Region:
@@ -181,17 +180,11 @@ def _fails(candidate: str, region: str) -> bool:
     """No part of the candidate can give a valid number in the region (leniency VALID):
     too few digits anywhere (`_hopeless`), for the region's calling code (`_Region`), or
     no reading its metadata allows (`phone_filter`)."""
-    key = (candidate, region)
-    known = _FAILS.get(key)
-    if known is None:
-        if len(_FAILS) >= _MEMO_LIMIT:
-            _FAILS.clear()
-        known = _FAILS[key] = (
-            _hopeless(candidate)
-            or _region(region).hopeless(candidate)
-            or _filter(region).cannot(_readings(candidate))
-        )
-    return known
+    return _hopeless(candidate) or _fails_in(candidate, region)
+
+
+def _fails_in(candidate: str, region: str) -> bool:
+    return _region(region).hopeless(candidate) or _filter(region).cannot(_readings(candidate))
 
 
 def _tries_when_nothing_parses(candidate: str, timestamp_follows: bool) -> int:
@@ -233,7 +226,9 @@ def _nowhere(candidate: str, regions: tuple[str, ...]) -> bool:
     if known is None:
         if len(_NOWHERE) >= _MEMO_LIMIT:
             _NOWHERE.clear()
-        known = _NOWHERE[key] = all(_fails(candidate, r) for r in regions)
+        known = _NOWHERE[key] = _hopeless(candidate) or all(
+            _fails_in(candidate, r) for r in regions
+        )
     return known
 
 
