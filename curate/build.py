@@ -199,6 +199,8 @@ class Build:
     def _run(self) -> Version:
         started, t0 = datetime.now(UTC), time.perf_counter()
         try:
+            if getattr(self.engine, "forks", None) is None:  # Ray's: no fork waits on the plan,
+                self.engine.start()  # so its workers boot while we plan
             job = self._job()  # planned first: whether the fork needs pii set up depends on it
             excluded = self._exclusion_keys()
             known = job.cache.digests if job.cache is not None else {}

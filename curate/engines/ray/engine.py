@@ -58,9 +58,13 @@ class RayEngine(Engine):
         self._set_up: bytes | None = None  # stages each worker sets up as it starts
 
     def set_up_in_workers(self, stages: Sequence[Stage]) -> None:
-        """Have each worker set these stages up as it starts (before `start()`), as the local
-        engine's workers inherit them set up from the driver (`curate.fork_setup`)."""
+        """Have each worker set these stages up now, as the local engine's workers inherit
+        them set up from the driver (`curate.fork_setup`): in the warm-up tasks `start()`
+        submits, or, once started, in one more task per slot (queued behind them, so on the
+        same workers, as far as Ray keeps to them: it is a head start, not a guarantee)."""
         self._set_up = pickle.dumps(list(stages)) if stages else None
+        if self._warming and self._set_up is not None:
+            self._warming += self._warm(self._set_up)
 
     def start(self) -> None:
         """Connect to the cluster at `address` (or "auto"), or start one on this machine,
@@ -76,11 +80,11 @@ class RayEngine(Engine):
                 init(self.address, include_dashboard=False, log_to_driver=False)
             self._owns_ray = True
         if not self._warming:
-            slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-            self._warming = [
-                _warm.options(scheduling_strategy="SPREAD").remote(self._set_up)
-                for _ in range(slots)
-            ]
+            self._warming = self._warm(self._set_up)
+
+    def _warm(self, stages: bytes | None) -> list[ray.ObjectRef]:
+        slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        return [_warm.options(scheduling_strategy="SPREAD").remote(stages) for _ in range(slots)]
 
     def close(self) -> None:
         self._warming = []
