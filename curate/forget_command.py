@@ -22,7 +22,7 @@ from curate.engines.job import ProgressFn
 from curate.errors import CurateError
 from curate.forget.exclusions import Exclusions
 from curate.forget.quarantined import lines_of, raw_hash
-from curate.forget.resolve import entry
+from curate.forget.resolve import entry, keeping
 from curate.forget.scan import documents
 from curate.io.batches import QuarantineRecord
 from curate.io.inputs import InputFile, discover_inputs
@@ -131,6 +131,8 @@ def forget(
                 log.warning("forget: %d of the ids given are in no input", missing)
         explicit = recipe.id_field is not None
         added = exclusions.add({(h, i if explicit else None) for _, i, h in found}, reason, lines)
+        for f in files:  # each input as it is was searched for every one (`Exclusions.ids_of`)
+            exclusions.resolved[f.name]["of"] = exclusions.digest()
         store.ensure()
         exclusions.save(store)  # first: a build that fails still leaves them forgotten
         version = run(recipe, progress=progress, workers=workers)
@@ -181,5 +183,9 @@ def _find(
             "to key them by (not JSONL): quarantine/ still lists them",
             unkeyed,
         )
-    exclusions.resolved = {f.name: entry(f, resolved[f.name], offsets.get(f.name)) for f in files}
+    old = exclusions.resolved  # inputs gone since keep theirs: versions built then hold them
+    exclusions.resolved = dict(old) | {
+        f.name: keeping(old.get(f.name), entry(f, resolved[f.name], offsets.get(f.name)))
+        for f in files
+    }
     return picked, picked_lines

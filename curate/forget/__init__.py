@@ -27,9 +27,11 @@ How exclusion works, and why this way:
   or shown as a duplicate's kept document) and the stage cache (a partition holding an
   excluded document keeps no entry of rows: its documents' text would be in it). A
   barrier's summaries of them are kept: its decision needs them. A run's staging holds
-  their text only between two barriers with a map stage between them (the second needs
-  the text those stages leave).
+  their text only after a barrier that changes the documents it keeps, when another
+  barrier follows (the next needs the text it leaves: `curate.excluded_rows`).
 - Resolution (`resolve`): at each build, inputs whose size or mtime changed since the
   ids were resolved (and new inputs) are read once more by the driver, and every record
-  whose text hash is excluded is excluded by its current id.
+  whose text hash is excluded is excluded by its current id. What was found in an input
+  as it was before is kept beside (`earlier`), and an input gone keeps its entry: `where`
+  and the purge look in each version for the ids of its own inputs' state.
 """

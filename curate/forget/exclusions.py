@@ -10,7 +10,11 @@
   (`curate.forget.quarantined`): no document, but its line holds their data.
 - `resolved`: per input name, the ids of excluded documents found in it (and the offsets of
   its forgotten quarantined lines), with the input's path, size and mtime when read: valid
-  while they are unchanged (`curate.forget.resolve`).
+  while they are unchanged (`curate.forget.resolve`). An input read again because it
+  changed keeps what was found in it before under `earlier` (the same fields), and one no
+  longer among the inputs keeps its entry: a version built from the input as it was holds
+  the documents under those ids, and `--where` and the purge find them there by the input's
+  size and mtime in its manifest (`ids_of`), never by reading today's inputs.
 
 The fingerprint covers `digest()`: the documents (and quarantined lines) only, so
 re-resolving ids changes nothing.
@@ -29,6 +33,8 @@ import xxhash
 
 from curate.errors import CurateError
 from curate.store import Store
+
+Position = tuple[str, int]  # a quarantined line: input name, byte offset
 
 FOLDER = ".forget"
 NAME = "exclusions.json"
@@ -88,6 +94,49 @@ class Exclusions:
     def ids(self) -> frozenset[str]:
         """The explicit ids (a recipe's `id_field`), excluded wherever they appear."""
         return frozenset(i for _, i in self.documents if i is not None)
+
+    def ids_of(
+        self, inputs: list[dict[str, Any]]
+    ) -> tuple[frozenset[str], frozenset[Position], list[str]]:
+        """The ids (and quarantined lines) a version built from these inputs (its manifest's
+        `inputs`) gives the forgotten documents: for each input, what was found in it when
+        it had the size and mtime the version records. And the inputs whose state then was
+        not searched for every forgotten document (it changed, or went, before a request;
+        `of` is the `digest()` a state was searched for): documents without an explicit id
+        may be in the version under ids no one knows (every id found in that input is taken,
+        a guess)."""
+        ids, lines, unknown = set(self.ids), set[Position](), []
+        digest, derived = self.digest(), any(i is None for _, i in self.documents)
+        for item in inputs:
+            name = item.get("name")
+            if not isinstance(name, str):
+                continue
+            if name not in self.resolved:  # gone before any request read it
+                unknown += [name] if derived else []
+                continue
+            entry = self.resolved[name]
+            states = [entry, *entry.get("earlier", ())]
+            same = [s for s in states if s.get("size") == item.get("size")
+                    and s.get("mtime_ns") == item.get("mtime_ns")]  # fmt: skip
+            if derived and (not same or same[0].get("of", digest) != digest):
+                unknown.append(name)
+            for state in same[:1] or states:
+                ids.update(state.get("ids", ()))
+                lines.update((name, int(o)) for o in state.get("quarantined", ()))
+        return frozenset(ids), frozenset(lines), unknown
+
+    def every_id(self) -> frozenset[str]:
+        """Every id a forgotten document had in any input as it was ever read."""
+        ids = set(self.ids)
+        for entry in self.resolved.values():
+            for state in (entry, *entry.get("earlier", ())):
+                ids.update(state.get("ids", ()))
+        return frozenset(ids)
+
+    def every_line(self) -> frozenset[Position]:
+        return frozenset((name, int(o)) for name, entry in self.resolved.items()
+                         for state in (entry, *entry.get("earlier", ()))
+                         for o in state.get("quarantined", ()))  # fmt: skip
 
     def digest(self) -> str:
         """What the fingerprint covers: the forgotten documents, not how they were found."""

@@ -33,10 +33,10 @@ from curate.forget.rewrite import Rewrite, unfit
 from curate.forget.where import (
     by_owner,
     forgotten_ids,
-    forgotten_lines,
     holders,
     remember_purged,
     store_of,
+    version_ids,
 )
 from curate.gc import (
     NOT_REWRITTEN,
@@ -46,7 +46,6 @@ from curate.gc import (
     remove_named,
     rewrite_named,
 )
-from curate.stages.examples import key_of
 from curate.store import Store
 
 log = logging.getLogger(__name__)
@@ -69,7 +68,8 @@ def purge(dataset: Path, dry_run: bool = False, wait: bool = False) -> list[Acti
 def _purge(dataset: Path, dry_run: bool) -> list[Action]:
     store = store_of(dataset)
     found = holders(store.path)
-    doomed = list(by_owner(found, "version"))
+    unknown = list(by_owner(found, "unknown"))  # may hold one under an id not known: removed
+    doomed = list(dict.fromkeys([*by_owner(found, "version"), *unknown]))
     latest = store.latest()
     if latest in doomed:
         raise CurateError(
@@ -86,7 +86,7 @@ def _purge(dataset: Path, dry_run: bool) -> list[Action]:
         for h in found
         if h.outside and h.kind != "input"
     ]
-    rewritten = [v for v in doomed if unfit(_manifest(store.path / v)) is None]
+    rewritten = [v for v in doomed if v not in unknown and unfit(_manifest(store.path / v)) is None]
     tried = rewrite_named(store.path, rewritten, _writer(store), dry_run)
     actions += tried
     left = {a.path for a in tried if a.outcome.startswith(NOT_REWRITTEN)}
@@ -117,11 +117,10 @@ def _manifest(folder: Path) -> dict[str, Any]:
 
 def _writer(store: Store) -> Callable[[Path, Path], int]:
     """What rewrites a version without the forgotten documents (`curate.forget.rewrite`)."""
-    exclusions, ids = forgotten_ids(store)
-    keys = tuple(sorted(key_of(i) for i in ids))
-    lines = forgotten_lines(exclusions)
+    exclusions, _ = forgotten_ids(store)
 
     def write(source: Path, target: Path) -> int:
+        ids, keys, lines, _ = version_ids(exclusions, source)  # as its inputs were then
         try:
             return Rewrite(source, target, ids, keys, lines).run()
         except CannotRepack as exc:

@@ -38,7 +38,10 @@ def excluded_ids(
         log.info("forget: reading %d changed input(s) for excluded documents", len(stale))
         found, lines = resolve(exclusions, recipe, stale)
         for f in stale:
-            exclusions.resolved[f.name] = entry(f, found.get(f.name, set()), lines.get(f.name))
+            new = entry(f, found.get(f.name, set()), lines.get(f.name)) | {
+                "of": exclusions.digest()  # searched for these (`Exclusions.ids_of`)
+            }
+            exclusions.resolved[f.name] = keeping(exclusions.resolved.get(f.name), new)
         if store is not None:
             exclusions.save(store)
     ids = set(exclusions.ids)
@@ -53,6 +56,22 @@ def entry(f: InputFile, ids: set[str], lines: set[int] | None) -> dict[str, Any]
     if lines:
         out["quarantined"] = sorted(lines)
     return out
+
+
+def keeping(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """An input's new entry, keeping what was found in it as it was before (`earlier`,
+    `Exclusions.ids_of`): versions built then hold the documents under those ids."""
+    if old is None:
+        return new
+    states = [*old.get("earlier", ()), {k: v for k, v in old.items() if k != "earlier"}]
+    stat = (new.get("size"), new.get("mtime_ns"))
+    earlier, seen = [], {stat}
+    for state in reversed(states):  # the latest of each input state, newest first
+        key = (state.get("size"), state.get("mtime_ns"))
+        if key not in seen and (state.get("ids") or state.get("quarantined")):
+            seen.add(key)
+            earlier.append(state)
+    return {**new, "earlier": earlier[::-1]} if earlier else new
 
 
 def excluded_lines(exclusions: Exclusions, files: Sequence[InputFile]) -> frozenset[Position]:

@@ -1,10 +1,13 @@
 """`curate forget --where`: what under the output root still holds a forgotten document, and
 what curate knows of outside it.
 
-Looked at by id (the ids the dataset's exclusions resolve to in the inputs as they are,
-`curate.forget.resolve`, and the explicit ids): in each version, its shards (`id`, or a
+Looked at by id: in each version, by the ids its inputs gave the forgotten documents as
+they were when it was built (found by each input's size and mtime in its manifest among
+those the exclusions kept: `Exclusions.ids_of`; an input changed or removed since does not
+hide them), and the explicit ids: its shards (`id`, or a
 packed row's `doc_ids`), lineage, rejected rows and examples (by `key`, the id's hash);
-in the stage cache, every entry's Arrow files with an `id` column; quarantine listings (and
+in the stage cache, by every id they ever had, every entry's Arrow files with an `id`
+column; quarantine listings (and
 their cache entries) naming a forgotten quarantined record's line by file and offset
 (`curate.forget.quarantined`); exports under the root
 made from an affected version, and live mixtures drawing from one. Outside the root, what
@@ -39,10 +42,11 @@ from curate.store import Store
 @dataclass(frozen=True)
 class Holder:
     path: Path
-    kind: str  # "version", "cache", "export", "mixture", "view", "input"
+    kind: str  # "version", "unknown", "cache", "export", "mixture", "view", "input"
     documents: int
     owner: str | None = None  # the version or cache entry the file belongs to
     outside: bool = False  # not under the output root: listed, never removed by the purge
+    note: str = ""  # "unknown": the inputs whose ids are not known
 
     def line(self) -> str:
         if self.kind in ("export", "mixture"):
@@ -50,6 +54,10 @@ class Holder:
         elif self.kind == "view":
             text = (f"view     {self.path}: Version.to_dataset's view of {self.owner}, holding "
                     "them (and the caches datasets wrote in it)")  # fmt: skip
+        elif self.kind == "unknown":
+            text = (f"version  {self.path}: may hold forgotten documents under ids not known: "
+                    f"built from {self.note} as it was before it changed, and a document "
+                    "forgotten since was not looked for there (the purge removes it)")  # fmt: skip
         else:
             text = f"{self.kind:8} {self.path}: {self.documents} forgotten document(s)"
         return text + (" [outside the root]" if self.outside else "")
@@ -72,24 +80,36 @@ def forgotten_ids(store: Store) -> tuple[Exclusions, tuple[str, ...]]:
     return exclusions, tuple(sorted(ids))
 
 
-def forgotten_lines(exclusions: Exclusions) -> frozenset[tuple[str, int]]:
-    """The forgotten quarantined records, by (input name, offset), as last resolved."""
-    return frozenset((name, int(o)) for name, entry in exclusions.resolved.items()
-                     for o in entry.get("quarantined", ()))  # fmt: skip
+def version_ids(
+    exclusions: Exclusions, folder: Path
+) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[tuple[str, int]], list[str]]:
+    """The ids the version in `folder` gives the forgotten documents, their keys (as examples
+    name them), its forgotten quarantined lines, and the inputs where they are not known
+    (`Exclusions.ids_of`)."""
+    try:
+        inputs = json.loads((folder / "manifest.json").read_text()).get("inputs") or []
+    except (OSError, ValueError, AttributeError):
+        inputs = []
+    found, lines, unknown = exclusions.ids_of([i for i in inputs if isinstance(i, dict)])
+    ids = tuple(sorted(found))
+    return ids, tuple(sorted(key_of(i) for i in ids)), lines, unknown
 
 
 def holders(dataset: Path) -> list[Holder]:
     store = store_of(dataset)
-    exclusions, ids = forgotten_ids(store)
-    keys = tuple(sorted(key_of(i) for i in ids))
-    lines = forgotten_lines(exclusions)
+    exclusions, _ = forgotten_ids(store)
     found: list[Holder] = []
     for name in sorted(store.versions(), key=lambda n: int(n[1:]) if n[1:].isdigit() else 0):
         folder = store.path / name
+        ids, keys, lines, unknown = version_ids(exclusions, folder)
+        if unknown:  # built from an input as it was before it changed, not searched then
+            found.append(Holder(folder, "unknown", 0, name, note=", ".join(unknown)))
         for path in sorted(p for p in folder.rglob("*.arrow") if p.is_file()):
             n = _count(path, ids, keys, lines)
             if n:
                 found.append(Holder(path, "version", n, name))
+    ids = tuple(sorted(exclusions.every_id()))  # an entry may be of any state of the inputs
+    keys, lines = tuple(sorted(key_of(i) for i in ids)), exclusions.every_line()
     cache = store.path / ".cache" / "stages"
     if cache.is_dir() and not cache.is_symlink():
         for path in sorted(p for p in cache.rglob("*.arrow") if p.is_file()):
@@ -97,8 +117,9 @@ def holders(dataset: Path) -> list[Holder]:
             if n:
                 owner = path.parent.relative_to(cache).as_posix()
                 found.append(Holder(path, "cache", n, owner))
-    affected = {str((store.path / v).resolve()): v for v in by_owner(found, "version")}
-    for v in list(by_owner(found, "version")):
+    versions = list(dict.fromkeys([*by_owner(found, "version"), *by_owner(found, "unknown")]))
+    affected = {str((store.path / v).resolve()): v for v in versions}
+    for v in versions:
         for mixture in drawn_from(store.path / v):
             found.append(Holder(mixture, "mixture", 0, v))
     noted = purged(store)  # gone from the root, but what was made from them may not be
