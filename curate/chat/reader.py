@@ -87,7 +87,8 @@ def read_chat_jsonl(
         size += len(raw)
         if size < batch_bytes:
             return None
-        chunk = ReadChunk(_batch(rows, ids, fields, schema, sink), sink.take())
+        batch, where = _batch(rows, ids, fields, schema, sink)
+        chunk = ReadChunk(batch, sink.take(), *_located(where, part))
         rows, size = [], 0
         return chunk
 
@@ -100,7 +101,8 @@ def read_chat_jsonl(
         batch = fast.parse(lines, schema) if fast is not None else None
         if batch is not None:
             misses = 0
-            yield ReadChunk(batch, sink.take())
+            where = [(number, offset) for number, offset, _ in lines]
+            yield ReadChunk(batch, sink.take(), *_located(where, part))
             return
         misses += 1
         if misses >= _MISSES:  # (ShareGPT records under shape: auto, say)
@@ -124,10 +126,10 @@ def read_chat_jsonl(
             yield from block(pending)
     except OSError as exc:
         raise CurateError(f"{part.input.name} cannot be read: {exc.strerror or exc}") from None
-    batch = _batch(rows, ids, fields, schema, sink)
+    batch, where = _batch(rows, ids, fields, schema, sink)
     quarantined = sink.take()
     if batch.num_rows or quarantined:
-        yield ReadChunk(batch, quarantined)
+        yield ReadChunk(batch, quarantined, *_located(where, part))
 
 
 def _record(
@@ -189,9 +191,19 @@ def _encodable(text: str) -> bool:
     return True
 
 
+def _located(where: list[tuple[int, int]], part: Partition) -> tuple[np.ndarray, np.ndarray]:
+    """Each row's line and where it starts, for the lineage (`curate.reading.located`), as
+    the text readers give them: a JSONL line numbered from 1 at the partition's first line,
+    a .json array's record numbered from 1."""
+    first = 1 if part.input.format == "json" else 0
+    lines = np.fromiter((n + first for n, _ in where), np.int64, count=len(where))
+    return lines, np.fromiter((o for _, o in where), np.int64, count=len(where))
+
+
 def _batch(
     rows: list[_Row], line_ids: LineIds, fields: FieldSpec, schema: pa.Schema, sink: ErrorSink
-) -> pa.RecordBatch:
+) -> tuple[pa.RecordBatch, list[tuple[int, int]]]:
+    """The rows' batch, and the line and offset of each row it kept."""
     kept = list(rows)
     columns: dict[str, list[Any]] = {}
     for name, dtype in fields.keep_fields.items():
@@ -214,7 +226,8 @@ def _batch(
         ids = [str(record[fields.id_field]) for _, _, record, _, _ in kept]
     arrays = [pa.array(ids, pa.string()), messages_array([m for _, _, _, m, _ in kept])]
     arrays += [pa.array(columns[n], t) for n, t in fields.keep_fields.items()]
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    where = [(number, offset) for number, offset, _, _, _ in kept]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema), where
 
 
 def _lines(

@@ -11,10 +11,11 @@ packed again into the tail shard. Every other partition's shards are left as the
 A row's partition is in its id (`pack[-<split>]-<key>-<row>`), so the rows of partitions
 merged into one shard at publish (`group-*.arrow`) are found too, and replaced in place. A
 document wholly in the tail shard is told by its line's byte offset in the lineage side
-table against the partitions' byte ranges, or by its input when that is one partition
-(conversations: the chat reader records no offsets). A version where this cannot be told
-(no lineage; a conversation of a tail from an input of several partitions) is not
-rewritten (`CannotRepack`): the purge removes it as before. Packed conversations are
+table against the partitions' byte ranges (conversations too: the chat reader keeps each
+line's offset), or by its input when that is one partition. A version where this cannot
+be told (no lineage; a conversation of a tail from an input of several partitions in a
+version made before the chat reader kept offsets) is not rewritten (`CannotRepack`): the
+purge removes it as before. Packed conversations are
 packed again whole, with their loss column, by the packer that made them.
 """
 

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pytest
 import yaml
 from conftest import REPO
 from test_forget import NAME, corpus
@@ -215,11 +216,12 @@ def test_merged_shards_get_the_new_rows_in_place(tmp_path: Path) -> None:
     ]
 
 
-def test_packed_conversations_are_packed_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("partition_size", ["1MB", "30KB"])
+def test_packed_conversations_are_packed_again(tmp_path: Path, partition_size: str) -> None:
     """Fine-tuning rows (whole conversations, `cu_seqlens`, labels) with a validation split:
-    the rewritten v1 is the version forget published, byte for byte. (The chat reader keeps
-    no line offsets in the lineage, so a conversation wholly in a tail shard is placed by its
-    input: one partition per input here; with more, the version is removed instead.)"""
+    the rewritten v1 is the version forget published, byte for byte. A conversation wholly in
+    a tail shard is placed by its input when that is one partition (1MB), else by its line's
+    offset, which the chat reader keeps in the lineage (30KB: 4 and 3 partitions)."""
     sys.path.insert(0, str(REPO / "tests" / "chat"))
     from chat_fixtures import conversations
     from conftest import write_jsonl
@@ -237,7 +239,7 @@ def test_packed_conversations_are_packed_again(tmp_path: Path) -> None:
         "inputs": ["data/*.jsonl"],
         "id_field": "id",
         "chat": {"shape": "messages"},
-        "partition_size": "1MB",
+        "partition_size": partition_size,
         "stages": [{"chat_template": {"source": str(tokenizer), "pack": {"seq_len": 1024}}}],
         "split": {"validation": 0.2},
         "output": {"root": "out", "fsync": False, "shard_size": "8KB"},
