@@ -228,10 +228,10 @@ def sample_recipe(stages: list[dict[str, Any]] | None) -> dict[str, Any]:
     return recipe
 
 
-def full_recipe(size: int) -> dict[str, Any]:
+def full_recipe(size: int, corpus: Path | None) -> dict[str, Any]:
     from benchmarks.partition_parallelism import pretrain_recipe
 
-    folder = HERE / "work" / f"corpus-{size}"
+    folder = corpus or HERE / "work" / f"corpus-{size}"
     files = sorted(folder.glob("*.jsonl"))
     if not files:
         raise SystemExit(f"{folder}: no corpus; python -m benchmarks.corpus --size {size}")
@@ -245,7 +245,7 @@ def recipe_for(case: str, args: argparse.Namespace) -> dict[str, Any]:
         return sample_recipe([{"normalize": {}}])
     if case == "sample":
         return sample_recipe(None)
-    return full_recipe(args.size)
+    return full_recipe(args.size, args.corpus)
 
 
 # -- runs ---------------------------------------------------------------------------------
@@ -402,6 +402,11 @@ def report(runs: list[Run], idle: dict[str, float], args: argparse.Namespace) ->
         + ").",
         "",
     ]
+    if "full" in args.cases:
+        folder = args.corpus or HERE / "work" / f"corpus-{args.size}"
+        files = sorted(folder.glob("*.jsonl"))
+        mb = sum(f.stat().st_size for f in files) / 1e6
+        lines += [f"Full case: {folder.name}, {mb:.1f} MB in {len(files)} files.", ""]
     for case in args.cases:
         lines += case_report(case, runs)
     lines += [
@@ -424,6 +429,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--size", type=int, default=300, help="the full case's corpus, MB")
+    parser.add_argument(
+        "--corpus",
+        type=Path,
+        help="the full case's corpus folder "
+        "(default: benchmarks/work/corpus-<size>, python -m benchmarks.corpus)",
+    )
     parser.add_argument("--max-load", type=float, default=0.3)
     parser.add_argument("--patience", type=float, default=20.0)
     parser.add_argument("--tree", type=Path, default=REPO, help="the curate tree under test")
