@@ -52,6 +52,7 @@ _ANCHORS = ("^", "$", "(?=", "(?!", "(?<", "\\b", "\\B", "\\A", "\\Z")
 # Characters after which parse may cut an extension off the end of a number.
 _EXTENSION = "#\uff03~\uff5e,;"  # with the fullwidth number sign and tilde
 _NEED: dict[str, int] = {}
+_MEMO_LIMIT = 1 << 18
 
 Part = tuple[str, bool]  # a part's digits, and whether an extension may be cut off
 
@@ -127,6 +128,7 @@ class RegionFilter:
 
     def __init__(self, region: str) -> None:
         self.usable = False
+        self.known: dict[Part, bool] = {}
         md = PhoneMetadata.metadata_for_region(region)
         if md is None or md.country_code is None:
             return
@@ -171,6 +173,16 @@ class RegionFilter:
         return not any(self._may(digits, ext) for digits, ext in readings)
 
     def _may(self, d: str, ext: bool) -> bool:
+        """Some reading of these digits may be valid (remembered: digits recur in candidates
+        that differ in their punctuation)."""
+        known = self.known.get((d, ext))
+        if known is None:
+            if len(self.known) >= _MEMO_LIMIT:
+                self.known.clear()
+            known = self.known[(d, ext)] = self._reading(d, ext)
+        return known
+
+    def _reading(self, d: str, ext: bool) -> bool:
         n = len(d)
         if self.idd is not None and self.idd.match(d):  # IDD prefix, calling code, enough after
             for w in range(n + 1):  # wherever the prefix may end

@@ -145,11 +145,16 @@ SPECS: dict[str, WindowSpec] = {
     ),
     # at most 11 characters, three ASCII digits in a row in every form.
     "UsSsnRecognizer": WindowSpec(_SSN, trigger="[0-9]{3}", reach=11 + 2),
-    # 2 letters, 2 digits, then at most 6 + 1 groups of 4 and one of 3, each after a separator.
-    "IbanRecognizer": WindowSpec(_IBAN, trigger="[A-Z]{2}[0-9]{2}", reach=43 + 3),
+    # 2 letters, 2 digits, then 2 to 6 (+ 1) groups of 4 and one of 3, each after an optional
+    # separator: every match opens with the trigger (12 to 14 characters; letters and digits
+    # alone, as in "utf8", "sha256", are not one), at most 43 long.
+    "IbanRecognizer": WindowSpec(
+        _IBAN, trigger="[A-Z]{2}[0-9]{2}(?:[ -]?[A-Z0-9]{4}){2}", reach=43 + 13
+    ),
     # Gates only, not windowed (windows measured slower: their triggers are everywhere).
     "CreditCardRecognizer": WindowSpec(_CARD, trigger=r"\d{3}"),
-    "CryptoRecognizer": WindowSpec(_CRYPTO, trigger="[13]"),
+    # "bc1" or 1 or 3, then at least 25 of the class: a 1 or 3 followed by 25 of them.
+    "CryptoRecognizer": WindowSpec(_CRYPTO, trigger="[13][a-zA-HJ-NP-Z0-9]{25}"),
 }
 
 
