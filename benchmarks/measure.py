@@ -172,3 +172,17 @@ def _machine_busy() -> float:
 def _own_cpu() -> float:
     times = os.times()
     return times.user + times.system
+
+
+def decide_seconds(manifest: dict[str, Any]) -> dict[str, float]:
+    """Each barrier stage's decision time, as a version's manifest records it."""
+    return {
+        s["name"]: s["details"]["decision"]["seconds"]
+        for s in manifest["stages"]
+        if "decision" in s["details"]
+    }
+
+
+def shard_sums(manifest: dict[str, Any]) -> list[tuple[str, str]]:
+    """(path, sha256) of each shard: equal lists mean byte-identical versions."""
+    return [(s["path"], s["sha256"]) for s in manifest["shards"]]

@@ -52,7 +52,7 @@ from typing import Any
 import psutil
 import yaml
 
-from benchmarks.measure import RunFailed, run_measured, wait_for_quiet
+from benchmarks.measure import RunFailed, decide_seconds, run_measured, shard_sums, wait_for_quiet
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -306,12 +306,8 @@ def run_one(
         foreign_load=max(0.0, m.foreign_cpu_s - (cluster_s if kind == "ray" else 0.0)) / m.wall_s,
         cluster_cpu={k: v for k, v in used.items() if v} if kind == "ray" else {},
         timings=manifest["timings"],
-        decide_s={
-            s["name"]: s["details"]["decision"]["seconds"]
-            for s in manifest["stages"]
-            if "decision" in s["details"]
-        },
-        shards=[(s["path"], s["sha256"]) for s in manifest["shards"]],
+        decide_s=decide_seconds(manifest),
+        shards=shard_sums(manifest),
     )
 
 

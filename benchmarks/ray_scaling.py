@@ -28,7 +28,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.measure import MIB, RunFailed, run_measured, wait_for_quiet
+from benchmarks.measure import (
+    MIB,
+    RunFailed,
+    decide_seconds,
+    run_measured,
+    shard_sums,
+    wait_for_quiet,
+)
 
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work" / "ray"
@@ -114,12 +121,8 @@ def run_one(corpus: Path, kind: str, workers: int, rnd: int, args: argparse.Name
         peak_tree_rss=best.peak_tree_rss,
         foreign_load=best.foreign_load,
         timings=manifest["timings"],
-        decide_s={
-            s["name"]: s["details"]["decision"]["seconds"]
-            for s in manifest["stages"]
-            if "decision" in s["details"]
-        },
-        shards=[(s["path"], s["sha256"]) for s in manifest["shards"]],
+        decide_s=decide_seconds(manifest),
+        shards=shard_sums(manifest),
     )
 
 

@@ -7,17 +7,13 @@ applied after deduplication), as does a fresh build with the same exclusions."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import yaml
-from conftest import REPO
-from test_end_to_end import cli, texts_holding
+from test_end_to_end import cli, run_killed_before_publishing, texts_holding
 from test_forget import TOKENIZER, ids_in, shard_sums
 
 import curate
@@ -100,11 +96,7 @@ def test_map_stages_between_barriers(tmp_path: Path) -> None:
     assert texts_holding(store, [NAME, "Quimby", "zq1@"]) == []
     extra = (json.dumps({"id": "c0", "text": "a new note"}) + "\n").encode()
     (tmp_path / "data" / "c.jsonl").write_bytes(extra)
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CURATE_KILL_AT": "publish:1",
-           "CURATE_PHASE_LOG": str(tmp_path / "phases.log")}  # fmt: skip
-    killed = subprocess.run([sys.executable, "-m", "curate.cli", "run", str(recipe)], env=env,
-                            capture_output=True, start_new_session=True, check=False)  # fmt: skip
-    assert killed.returncode == -9, killed.stderr
+    run_killed_before_publishing(recipe, tmp_path / "phases.log")
     assert list(store.glob(".staging-*/pass-0/data-*.arrow"))  # what was staged is there
     assert texts_holding(store, [NAME, "Quimby", "zq1@"]) == []
     assert list(store.glob(".staging-*/pass-0/ahead-1-*.arrow"))

@@ -36,6 +36,15 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False)  # fmt: skip
 
 
+def run_killed_before_publishing(recipe: Path, phase_log: Path) -> None:
+    """`curate run` of the recipe, SIGKILLed just before it publishes: what it staged stays."""
+    env = {**os.environ, "PYTHONPATH": str(REPO), "CURATE_KILL_AT": "publish:1",
+           "CURATE_PHASE_LOG": str(phase_log)}  # fmt: skip
+    killed = subprocess.run([sys.executable, "-m", "curate.cli", "run", str(recipe)], env=env,
+                            capture_output=True, start_new_session=True, check=False)  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+
+
 def text_of(i: int) -> str:
     return f"Minutes {i} record " + " ".join(f"v{(i * 7 + k) % 83}" for k in range(16 + i % 5))
 

@@ -7,13 +7,9 @@ deduplication."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-from conftest import REPO
 from test_end_to_end import (
     EMAIL,
     NAME,
@@ -22,6 +18,7 @@ from test_end_to_end import (
     cli,
     contains,
     make,
+    run_killed_before_publishing,
     streams,
     text_of,
     texts_holding,
@@ -59,11 +56,7 @@ def test_a_later_run_holds_them_nowhere(tmp_path: Path) -> None:
     (tmp_path / "in" / "three.jsonl").write_text(
         "".join(json.dumps({"text": t}) + "\n" for t in lines)
     )
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CURATE_KILL_AT": "publish:1",
-           "CURATE_PHASE_LOG": str(tmp_path / "phases.log")}  # fmt: skip
-    killed = subprocess.run([sys.executable, "-m", "curate.cli", "run", str(recipe)], env=env,
-                            capture_output=True, start_new_session=True, check=False)  # fmt: skip
-    assert killed.returncode == -9, killed.stderr
+    run_killed_before_publishing(recipe, tmp_path / "phases.log")
     assert list(store.glob(".staging-*/pass-0/data-*.arrow"))  # what was staged is there
     assert texts_holding(store, NEEDLES) == []
     assert not any(contains(s, tokens) for s in streams(store))
@@ -143,10 +136,6 @@ def test_two_barriers_both_see_them(tmp_path: Path) -> None:
     store = tmp_path / "out" / "t"
     assert cli("gc", str(store), "--purge-forgotten").returncode == 0
     (tmp_path / "data" / "c.jsonl").write_text(json.dumps({"text": "a new note"}) + "\n")
-    env = {**os.environ, "PYTHONPATH": str(REPO), "CURATE_KILL_AT": "publish:1",
-           "CURATE_PHASE_LOG": str(tmp_path / "phases.log")}  # fmt: skip
-    killed = subprocess.run([sys.executable, "-m", "curate.cli", "run", str(recipe)], env=env,
-                            capture_output=True, start_new_session=True, check=False)  # fmt: skip
-    assert killed.returncode == -9, killed.stderr
+    run_killed_before_publishing(recipe, tmp_path / "phases.log")
     assert list(store.glob(".staging-*/pass-0/ahead-*.arrow"))
     assert [p for p in store.rglob("*") if p.is_file() and b"Quimby" in p.read_bytes()] == []
