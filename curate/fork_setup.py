@@ -45,8 +45,12 @@ KEEP = 32  # prefixes remembered: a few recipes sharing a dataset folder, each a
 _KEY = re.compile(r"^[0-9a-f]{32}$")
 
 
+def _shares(stage: Stage) -> bool:
+    return bool(getattr(stage, "setup_shared_by_fork", False))
+
+
 def shared(stages: Sequence[Stage]) -> list[Stage]:
-    return [s for s in stages if getattr(s, "setup_shared_by_fork", False)]
+    return [s for s in stages if _shares(s)]
 
 
 def prefix_key(
@@ -56,7 +60,7 @@ def prefix_key(
     (no stage cache, no shared stage, a partition whose content digest is not in `digests`:
     before the run, one not hashed yet, new or changed, so it runs every stage anyway)."""
     plan = job.cache
-    at = [i for i, s in enumerate(stages) if getattr(s, "setup_shared_by_fork", False)]
+    at = [i for i, s in enumerate(stages) if _shares(s)]
     if plan is None or not at or not plan.keys:
         return None
     held = [(p.key, digests.get(p.key)) for p in job.partitions]
@@ -79,7 +83,10 @@ def remember(store: Store, key: str | None) -> None:
     """Note that a build with this prefix kept its stage cache (after it ran)."""
     if key is None:
         return
-    known = [k for k in _read(store) if k != key]
+    read = _read(store)
+    if read[-1:] == [key]:  # the latest already: nothing to write (a rerun of the same prefix)
+        return
+    known = [k for k in read if k != key]
     try:
         store.save_own(*FILE, json.dumps([*known[-(KEEP - 1) :], key]))
     except (OSError, CurateError) as exc:  # only a hint: never a reason to fail a build

@@ -114,8 +114,7 @@ class Exclusions:
             if name not in self.resolved:  # gone before any request read it
                 unknown += [name] if derived else []
                 continue
-            entry = self.resolved[name]
-            states = [entry, *entry.get("earlier", ())]
+            states = _states(self.resolved[name])
             same = [s for s in states if s.get("size") == item.get("size")
                     and s.get("mtime_ns") == item.get("mtime_ns")]  # fmt: skip
             if derived and (not same or same[0].get("of", digest) != digest):
@@ -129,13 +128,13 @@ class Exclusions:
         """Every id a forgotten document had in any input as it was ever read."""
         ids = set(self.ids)
         for entry in self.resolved.values():
-            for state in (entry, *entry.get("earlier", ())):
+            for state in _states(entry):
                 ids.update(state.get("ids", ()))
         return frozenset(ids)
 
     def every_line(self) -> frozenset[Position]:
         return frozenset((name, int(o)) for name, entry in self.resolved.items()
-                         for state in (entry, *entry.get("earlier", ()))
+                         for state in _states(entry)
                          for o in state.get("quarantined", ()))  # fmt: skip
 
     def digest(self) -> str:
@@ -172,3 +171,8 @@ class Exclusions:
 
 def _order(pair: tuple[str, str | None]) -> tuple[str, str]:
     return pair[0], pair[1] or ""
+
+
+def _states(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """An input's entry as last read, then what was found in it as it was before."""
+    return [entry, *entry.get("earlier", ())]
