@@ -15,7 +15,10 @@ shared machine. The workloads are the curate contenders of the existing benchmar
   v1 SentencePiece or tekken, from the mistral-common wheel; 2 workers) on the same corpus;
 - noop_prepare: benchmarks/noop_prepare.py's 1,000-shard version, built once per side,
   then per round a fresh process timing --calls (100) no-op ``prepare()`` calls; a
-  round's figure is the median call.
+  round's figure is the median call;
+- noop_run: the same version, built once per side, then per round one ``curate run`` of
+  its recipe in a fresh process (the CLI's imports included), which finds it up to date
+  and builds nothing: what a user waits for when nothing changed.
 
 CPU seconds are user + system of the whole process tree (benchmarks/reaper.py), wall
 seconds from its start to the last process's exit; the page cache holds the corpus and
@@ -57,7 +60,7 @@ HERE = Path(__file__).resolve().parent
 REAPER = HERE / "reaper.py"
 PROBE = HERE / "compare_noop_probe.py"
 WORK = HERE / "work" / "compare"
-BENCHES = ("normalize_dedup", "tokenize", "tokenize_tekken", "noop_prepare")
+BENCHES = ("normalize_dedup", "tokenize", "tokenize_tekken", "noop_prepare", "noop_run")
 TARGETS = {"cpu": 1.03, "wall": 1.05}
 NOOP_TARGET = 1.10
 NICE = -10
@@ -105,6 +108,9 @@ def main() -> None:
     if args.bench == "noop_prepare":
         rounds = noop_rounds(args, base, head, work)
         unit = "ms (median call)"
+    elif args.bench == "noop_run":
+        rounds = noop_run_rounds(args, base, head, work)
+        unit = "s"
     else:
         rounds = build_rounds(args, base, head, work)
         unit = "s"
@@ -155,8 +161,7 @@ def build_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -
             recipe.write_text(yaml.safe_dump(build_recipe(args.bench, info, folder / "out")))
             warm(info)
             os.sync()
-            cli = str(Path(sys.executable).with_name("curate"))
-            run = measured(side, r, [cli, "run", "--quiet", str(recipe)], folder)
+            run = measured(side, r, [_cli(), "run", "--quiet", str(recipe)], folder)
             print(describe(run) + ("  (warm-up, not counted)" if r < 0 else ""), flush=True)
             if r >= 0:
                 rounds.append(run)
@@ -226,21 +231,48 @@ def _machine_busy() -> float:
 # --- no-op prepare -----------------------------------------------------------------
 
 
-def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -> list[Round]:
+def built_versions(args: argparse.Namespace, base: Side, head: Side, work: Path) -> dict:
+    """Each side's recipe of the many-shard version, built by that side's own curate (as a
+    user's first call): the recipe per side name."""
     recipes = {}
-    for side in (base, head):  # each side builds its own version, as a user's first call
+    for side in (base, head):
         folder = work / side.name
         shutil.rmtree(folder, ignore_errors=True)
         recipes[side.name] = noop_prepare.build(folder, args.shards)
-        cli = str(Path(sys.executable).with_name("curate"))
         print(f"building the {args.shards}-shard version with {side.name} ...", flush=True)
         subprocess.run(
-            [cli, "run", "--quiet", str(recipes[side.name])],
+            [_cli(), "run", "--quiet", str(recipes[side.name])],
             env=env_for(side),
             cwd="/",
             check=True,
             stdout=subprocess.DEVNULL,
         )
+    return recipes
+
+
+def _cli() -> str:
+    return str(Path(sys.executable).with_name("curate"))
+
+
+def noop_run_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -> list[Round]:
+    """Per round and side, one `curate run` of the up-to-date recipe, through the reaper."""
+    recipes = built_versions(args, base, head, work)
+    rounds = []
+    for r in range(-1, args.rounds):  # round -1: not counted (cold caches, bytecode)
+        for side in (base, head) if r % 2 == 0 else (head, base):
+            recipe = recipes[side.name]
+            run = measured(side, r, [_cli(), "run", "--quiet", str(recipe)], recipe.parent)
+            index = len(list((recipe.parent / "out").rglob("manifest.json")))
+            if index != 1:
+                raise SystemExit(f"{side.name}: the up-to-date run built a version ({index})")
+            print(describe(run) + ("  (warm-up, not counted)" if r < 0 else ""), flush=True)
+            if r >= 0:
+                rounds.append(run)
+    return rounds
+
+
+def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) -> list[Round]:
+    recipes = built_versions(args, base, head, work)
     rounds = []
     for r in range(args.rounds):
         for side in (base, head) if r % 2 == 0 else (head, base):
@@ -310,7 +342,7 @@ def report(args, base: Side, head: Side, rounds: list[Round], unit: str) -> bool
             getattr(h, f"{what}_s") / getattr(b, f"{what}_s")
             for b, h in zip(by_side["base"], by_side["head"], strict=True)
         )
-        target = NOOP_TARGET if args.bench == "noop_prepare" else TARGETS[what]
+        target = NOOP_TARGET if args.bench.startswith("noop") else TARGETS[what]
         met = ratio <= target
         ok &= met
         verdict = "ok" if met else "MISSED"
