@@ -20,12 +20,23 @@ forgotten`), so the counts reconcile wherever that is:
   signatures) instead of the document. A filter among those stages dropping it keeps it
   out of the later barriers, as in the rebuild; the stages' counts, statistics and examples
   never see it. Each later barrier's pass adds its own summaries of them unless an earlier
-  barrier's decision dropped them, and hands the rest on (`ahead_summaries`). This needs
-  the barriers before the last to change no rows (a barrier with `decision_fields`
-  changes the documents it keeps, so what follows depends on its decision); otherwise the
-  document is staged between the barriers as every document is (the next needs its text
-  as the stages between them leave it): the one place its text is written, deleted with
-  the staging folder.
+  barrier's decision dropped them, and hands the rest on (`ahead_summaries`). This goes up
+  to the first barrier that changes the rows it keeps (a barrier with `decision_fields`:
+  line_dedup removes lines, minhash_dedup's `cluster_size` and classifier_buckets add
+  columns), since what follows it depends on its decision.
+- **After a barrier that changes rows, when another barrier follows**: nothing of the
+  document is staged either. The pass after that barrier reads the partition from its
+  input again, keeps the forgotten documents, and runs them, in memory, through every
+  pass before it (map stages, each barrier's decision applied, changes included) and its
+  own map stages, to summarize them for its barrier (and ahead, as above): the rows a
+  staged copy would have given it (`PartitionRun._rebuilt`). Rebuilding costs one more
+  read of the partitions that hold a forgotten document, in that pass only. It is chosen
+  over staging them encrypted under a key held in memory, which would have to reach
+  every worker (Ray ships task arguments through its object store, which may spill to
+  disk), and which a resumed run could not read; and over summarizing ahead through a
+  barrier that only adds columns, which is sound only while every stage after it
+  declares every column it reads (a user's stage need not). The input is checked
+  unchanged as the first pass checks it, so the documents rebuilt are the documents read.
 - **On entering the final pass**, without a barrier at all (right after reading), or when
   an earlier pass could not leave it out (its rows were not written again, but named in a
   stage-cache entry or the previous staging: `curate.engines.staged_rows`).
@@ -112,8 +123,9 @@ def listed(
 
 @dataclass(frozen=True)
 class Ahead:
-    """A later pass's map stages and the barrier that ends it: what a forgotten document goes
-    through, in memory, for that barrier's summary (`summarize_ahead`)."""
+    """A pass's map stages and the barrier that ends it: what a forgotten document goes
+    through, in memory, for a later barrier's summary (`summarize_ahead`, and the passes
+    before one that rebuilds it, `curate.engines.tasks.PartitionRun._rebuilt`)."""
 
     maps: list[MapStage]
     barrier: BarrierStage

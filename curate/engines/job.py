@@ -46,23 +46,36 @@ class Job:
             barrier=seg.barrier,
             barrier_position=self.barrier_positions[pass_index],
             cache=self.cache.for_task(pass_index, partition) if self.cache is not None else None,
-            summaries_ahead=any(s.barrier is not None for s in self.segments[pass_index + 1 :]),
             ahead=self._ahead(pass_index),
+            rebuild=_rebuilt_here(self.segments, pass_index) if self.settings.excluded else (),
         )
 
 
 def _summarized_here(segments: list[Segment], k: int) -> tuple[Ahead, ...]:
-    """The passes after pass k up to the last barrier's, when pass k can summarize forgotten
-    documents for each of their barriers (`curate.excluded_rows`): pass k ends at a barrier,
-    and no barrier before the last changes the rows it keeps. None otherwise."""
+    """The passes after pass k whose barriers pass k can summarize forgotten documents for
+    (`curate.excluded_rows`): pass k ends at a barrier, and each of those barriers comes
+    before the last one and after no barrier from k on that changes the rows it keeps (what
+    follows such a barrier depends on its decision). None otherwise."""
     barriers = [i for i, s in enumerate(segments) if s.barrier is not None]
     if segments[k].barrier is None or barriers[-1] <= k:
         return ()
-    last = barriers[-1]
-    if any(cast(BarrierStage, segments[i].barrier).changes_rows() for i in range(k, last)):
+    steps = []
+    for i in range(k, barriers[-1]):
+        if cast(BarrierStage, segments[i].barrier).changes_rows():
+            break
+        steps.append(Ahead(segments[i + 1].maps, cast(BarrierStage, segments[i + 1].barrier)))
+    return tuple(steps)
+
+
+def _rebuilt_here(segments: list[Segment], k: int) -> tuple[Ahead, ...]:
+    """The passes before pass k, when pass k rebuilds forgotten documents from the inputs
+    (`curate.excluded_rows`): the barrier before it changes the rows it keeps, and pass k
+    ends at a barrier, which needs its summary of what that change left. None otherwise."""
+    if k == 0 or segments[k].barrier is None:
         return ()
-    return tuple(Ahead(segments[i].maps, cast(BarrierStage, segments[i].barrier))
-                 for i in range(k + 1, last + 1))  # fmt: skip
+    if not cast(BarrierStage, segments[k - 1].barrier).changes_rows():
+        return ()
+    return tuple(Ahead(s.maps, cast(BarrierStage, s.barrier)) for s in segments[:k])
 
 
 @dataclass

@@ -134,9 +134,10 @@ class PassTask:
     barrier: BarrierStage | None = None  # the barrier this pass summarizes for; None: final
     barrier_position: int = -1
     cache: PassKeys | None = None  # the stage cache's keys for this pass (None: cache off)
-    summaries_ahead: bool = False  # a later pass's barrier needs the documents' summaries
-    ahead: tuple[Ahead, ...] = ()  # the passes up to the last barrier, when this pass can
-    # summarize forgotten documents for their barriers (`curate.excluded_rows`)
+    ahead: tuple[Ahead, ...] = ()  # the later passes whose barriers this pass can
+    # summarize forgotten documents for (`curate.excluded_rows`)
+    rebuild: tuple[Ahead, ...] = ()  # the passes before this one, when this pass rebuilds
+    # the forgotten documents they left out from the inputs (`curate.excluded_rows`)
 
     @property
     def final(self) -> bool:
@@ -157,31 +158,41 @@ def _source_chunks(
     part = task.partition
     if task.pass_index == 0:
         record.input_stat = list(input_watch.discovered(part.input))
-        row = 0
-        for chunk in read_partition(
-            part,
-            task.settings.fields,
-            on_error=task.settings.on_error,
-            batch_bytes=task.settings.batch_bytes,
-            max_document_bytes=task.settings.max_document_bytes,
-            locate=True,  # lineage: each record's line and offset, kept by the shard writer
-        ):
-            mark("reading")
-            batch = chunk.batch
-            n = batch.num_rows
-            record.read += n
-            if n == 0:
-                yield None, chunk.quarantined
-                continue
-            order = order_column(part.index, row, n)
-            row += n
-            yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
+        for batch, quarantined in _read_input(task):
+            record.read += _rows(batch)
+            yield batch, quarantined
         record.digest = digest or partition_digest(part)  # from the page cache just filled,
         input_watch.check(part.input)  # and what was read is the input as discovered, all of it
         return
     for batch in staged_rows(task.staging, task.pass_index - 1, part, cache):
         mark("reading")
         yield batch, []
+
+
+def _read_input(
+    task: PassTask,
+) -> Iterator[tuple[pa.RecordBatch | None, list[QuarantineRecord]]]:
+    """The partition's records as the first pass reads them, each batch with `_order`: the
+    first pass, and a later pass rebuilding forgotten documents (`_rebuilt`), read the same."""
+    part = task.partition
+    row = 0
+    for chunk in read_partition(
+        part,
+        task.settings.fields,
+        on_error=task.settings.on_error,
+        batch_bytes=task.settings.batch_bytes,
+        max_document_bytes=task.settings.max_document_bytes,
+        locate=True,  # lineage: each record's line and offset, kept by the shard writer
+    ):
+        mark("reading")
+        batch = chunk.batch
+        n = batch.num_rows
+        if n == 0:
+            yield None, chunk.quarantined
+            continue
+        order = order_column(part.index, row, n)
+        row += n
+        yield batch.append_column(ORDER, pa.array(order, pa.uint64())), chunk.quarantined
 
 
 SourceChunk = tuple[pa.RecordBatch | None, list[QuarantineRecord], "Chunk | None"]
@@ -481,16 +492,43 @@ class PartitionRun:
         else:
             self.reuse.docs_reused += batch.num_rows
         summary = barrier.summary_from_basis(basis)  # forgotten documents' too: decide needs them
-        ahead = self.task.ahead
-        if self.segments.rows and (not self.task.summaries_ahead or ahead):
-            if ahead and self.settings.excluded:  # the later barriers' summaries, made here
-                gone = batch.filter(hits(batch, self.settings.excluded))
-                if gone.num_rows:
-                    steps = [Ahead([ready(m) for m in a.maps], ready(a.barrier)) for a in ahead]
-                    for target, rows in summarize_ahead(gone, steps, self.task.pass_index):
-                        self.ahead.setdefault(target, []).append(rows)
+        if self.segments.rows:
+            if self.task.ahead and self.settings.excluded:  # later barriers' summaries
+                self._summarize_ahead(batch.filter(hits(batch, self.settings.excluded)))
             batch = self._forget(batch)  # their text staged for no pass (curate.excluded_rows)
         self.segments.write(batch, summary)
+
+    def _summarize_ahead(self, gone: pa.RecordBatch) -> None:
+        """Forgotten documents' summaries for the later barriers this pass can make them for
+        (`curate.excluded_rows`), staged by `_flush_side_outputs`."""
+        if gone.num_rows == 0 or not self.task.ahead:
+            return
+        steps = [Ahead([ready(m) for m in a.maps], ready(a.barrier)) for a in self.task.ahead]
+        for target, rows in summarize_ahead(gone, steps, self.task.pass_index):
+            self.ahead.setdefault(target, []).append(rows)
+
+    def _rebuilt(self) -> pa.RecordBatch | None:
+        """The forgotten documents an earlier pass left out, as this pass's map stages leave
+        them: read from the input again and run through every pass before this one, each
+        barrier's decision applied (`curate.excluded_rows`). Nothing of it is counted, kept
+        or shown: they were counted as forgotten where they left."""
+        excluded = self.settings.excluded
+        found = [b.filter(hits(b, excluded)) for b, _ in _read_input(self.task) if b is not None]
+        input_watch.check(self.part.input)  # the input the first pass read, unchanged
+        found = [b for b in found if b.num_rows]
+        if not found:
+            return None
+        rows = pa.Table.from_batches(found).combine_chunks().to_batches()[0]
+        staging = self.task.staging
+        steps = [*self.task.rebuild, Ahead(self.maps, cast(BarrierStage, self.task.barrier))]
+        for k, step in enumerate(steps):
+            if step.maps and rows.num_rows:
+                maps = [ready(m) for m in step.maps]
+                rows = run_maps(rows, maps, [StageCounts() for _ in maps], [])
+            if k < len(self.task.rebuild) and rows.num_rows:
+                drops = read_drops(staging, k, self.part.key, step.barrier)
+                rows = ready(step.barrier).apply(rows, drops.ids, drops.changes).batch
+        return rows if rows.num_rows else None
 
     def _forget(self, batch: pa.RecordBatch) -> pa.RecordBatch:
         """The batch less the documents `curate forget` removed, counted where they go."""
@@ -511,6 +549,12 @@ class PartitionRun:
                 self.segments.write(summary.slice(0, 0), summary)  # rows: none to stage
             for target, rows in later.items():  # for the barriers after this one: handed on
                 self.ahead.setdefault(target, []).extend(rows)
+            rebuilt = self._rebuilt() if self.task.rebuild and self.lost else None
+            if rebuilt is not None:  # left out before a barrier that changed what it kept
+                ends = ready(cast(BarrierStage, self.task.barrier))
+                summary = ends.summary_from_basis(ends.summary_basis(rebuilt))
+                self.segments.write(summary.slice(0, 0), summary)  # rows: none to stage
+                self._summarize_ahead(rebuilt)
             self.segments.close_segment()
             files.segments = self.segments.segments
         self._flush_side_outputs()
@@ -714,13 +758,18 @@ class Drops:
 def _drops(task: PassTask) -> Drops | None:
     if task.previous is None:
         return None
-    path = task.staging.decision(task.pass_index - 1, task.partition.key)
+    return read_drops(task.staging, task.pass_index - 1, task.partition.key, task.previous)
+
+
+def read_drops(staging: Staging, k: int, partition: str, barrier: BarrierStage) -> Drops:
+    """Barrier k's decision for one partition (its staged decision file)."""
+    path = staging.decision(k, partition)
     if not path.exists():
         return Drops(pa.array([], pa.string()), REJECTED_SCHEMA.empty_table())
     table = read_stream(path)
     changes = None
-    if _changes(task.previous):
-        changes = keeping(table).select([ID, *(f.name for f in task.previous.decision_fields)])
+    if _changes(barrier):
+        changes = keeping(table).select([ID, *(f.name for f in barrier.decision_fields)])
         table = dropping(table)
     rows = table.select(REJECTED_SCHEMA.names).cast(REJECTED_SCHEMA)
     return Drops(table.column(ID).combine_chunks(), rows, changes)
