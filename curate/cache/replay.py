@@ -47,7 +47,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -56,6 +56,7 @@ import pyarrow.compute as pc
 from curate.cache import keys
 from curate.cache.names import KEY
 from curate.cache.store import CacheSpec, Entry, EntryWriter, StageCache
+from curate.cache.writer import HashingFile
 from curate.io.batches import (
     ID,
     ORDER,
@@ -429,7 +430,7 @@ class _ArrowFile:
     def __init__(self, entry: EntryWriter, name: str) -> None:
         self.entry = entry
         self.name = name
-        self.sink: BinaryIO | None = None
+        self.sink: HashingFile | None = None
         self.writer: pa.ipc.RecordBatchFileWriter | None = None
         self.schema: pa.Schema | None = None
         self.broken = False

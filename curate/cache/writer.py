@@ -1,7 +1,9 @@
 """An entry being written: a private folder inside the cache root, invisible until commit.
 
-The caller writes its files at `path(name)`; `commit` checksums each (and fsyncs it when
-the recipe asks), writes meta.json, gives everything the recipe's modes and renames the
+The caller writes its files through `open(name)` (hashed as they are written, so commit
+need not read them back) or at `path(name)`; `commit` checksums each (a file written
+through `open` by what was hashed, any other by reading it), fsyncs it when the recipe
+asks, writes meta.json, gives everything the recipe's modes and renames the
 folder to `<key[:2]>/<key>` in one rename(2). Killed before the rename, only a
 `.tmp-<pid>-<hex>` folder remains, which nobody reads and the next sweep removes; killed
 after, the entry is complete. While being written the folder is 0700 (the files hold text
@@ -16,7 +18,9 @@ import os
 import secrets
 import stat
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
+
+import xxhash
 
 from curate.cache.meta import file_digest, meta_text
 from curate.cache.names import META, check_name
@@ -42,6 +46,7 @@ class EntryWriter:
         self._path = cache.spec.root / self._name
         self._open = True
         self.landed: bool | None = None  # after commit: False when another writer's won
+        self._hashed: dict[str, HashingFile] = {}  # files written through `open`
 
     def __enter__(self) -> EntryWriter:
         return self
@@ -54,12 +59,13 @@ class EntryWriter:
         """Where to write the file `name` of the entry (a plain name: no folders)."""
         return self._path / check_name(name)
 
-    def open(self, name: str) -> BinaryIO:
+    def open(self, name: str) -> HashingFile:
         """The file `name` of the entry, created for writing in the entry's private folder
         through the descriptor held on it (a link swapped in for a folder on the way to the
-        cache is never followed)."""
+        cache is never followed), hashed as it is written."""
         fd = self._folder.open_file(check_name(name), os.O_WRONLY, mode=self._cache.spec.file_mode)
-        return os.fdopen(fd, "wb")
+        self._hashed[name] = sink = HashingFile(fd)
+        return sink
 
     def commit(self, meta: dict[str, Any]) -> bool:
         """Make the entry visible under its key with `meta`; False when an entry was already
@@ -118,10 +124,54 @@ class EntryWriter:
                 if not stat.S_ISREG(os.fstat(fd).st_mode):
                     raise ValueError(f"stage cache entry file {name!r} is not a regular file")
                 os.fchmod(fd, spec.file_mode)
-                size, digest = file_digest(fd)
+                sink = self._hashed.get(name)
+                if sink is not None and sink.closed and sink.size == os.fstat(fd).st_size:
+                    size, digest = sink.size, sink.hash.hexdigest()  # what went into it
+                else:  # written at `path(name)`, or not closed: read back
+                    size, digest = file_digest(fd)
                 if spec.fsync:
                     os.fsync(fd)
             finally:
                 os.close(fd)
             files[name] = {"size": size, "xxh3_128": digest}
         return files
+
+
+class HashingFile:
+    """A file being written into an entry, with the xxh3_128 and the count of the bytes
+    written so far: commit takes the file's checksum from it instead of reading the file
+    back (one pass over the bytes instead of two; the entries of a 300 MB corpus's cold run
+    hold 656 MB). Python's buffered writer writes every byte it is given or raises, so
+    what was hashed is what the file holds once closed."""
+
+    def __init__(self, fd: int) -> None:
+        self._file = os.fdopen(fd, "wb")
+        self.hash = xxhash.xxh3_128()
+        self.size = 0
+
+    def write(self, data: bytes | memoryview) -> int:
+        self.hash.update(data)
+        self.size += memoryview(data).nbytes
+        return self._file.write(data)
+
+    def tell(self) -> int:
+        return self.size
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def closed(self) -> bool:
+        return self._file.closed
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> HashingFile:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

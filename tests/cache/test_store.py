@@ -492,3 +492,60 @@ def test_a_forked_worker_takes_its_own_hold(tmp_path: Path) -> None:
         child.kill()
         child.join(30)
     assert StageCache(spec_at(tmp_path, budget=1)).evict() > 0
+
+
+# -- checksums taken while writing -------------------------------------------------------
+def test_files_written_through_open_are_hashed_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """commit takes the checksum of a file written through `open` from the bytes that went
+    into it (no second read), and it is the file's: a later get checks it and finds it
+    intact, and a flipped byte is still caught."""
+    import array
+
+    import xxhash
+
+    from curate.cache import writer as writer_module
+
+    spec = spec_at(tmp_path)
+    cache = StageCache(spec)
+    wide = array.array("i", range(1000))  # a buffer whose items are 4 bytes: counted as bytes
+    with cache.writer(KEY) as w:
+        with w.open("rows.arrow") as out:
+            out.write(b"head")
+            out.write(memoryview(wide))
+            out.write(b"")
+        monkeypatch.setattr(writer_module, "file_digest", _no_read_back)
+        assert w.commit({"chunks": 1})
+    monkeypatch.undo()
+    folder = entry_dir(spec, KEY)
+    data = (folder / "rows.arrow").read_bytes()
+    assert data == b"head" + wide.tobytes()
+    recorded = json.loads((folder / "meta.json").read_text())["files"]["rows.arrow"]
+    assert recorded == {"size": len(data), "xxh3_128": xxhash.xxh3_128(data).hexdigest()}
+    assert cache.get(KEY) is not None
+    _flip(folder / "rows.arrow")
+    assert cache.get(KEY) is None
+    cache.close()
+
+
+def test_a_file_changed_after_it_was_written_through_open_is_read_back(tmp_path: Path) -> None:
+    """What was hashed while writing is trusted only when the file still has those bytes'
+    length; a file grown behind the writer's back is read again, so its checksum is the
+    file's and the entry verifies."""
+    spec = spec_at(tmp_path)
+    cache = StageCache(spec)
+    with cache.writer(KEY) as w:
+        with w.open("rows.arrow") as out:
+            out.write(b"rows" * 100)
+        with open(w.path("rows.arrow"), "ab") as more:
+            more.write(b"tail")
+        assert w.commit({"chunks": 1})
+    entry = cache.get(KEY)
+    assert entry is not None
+    assert entry.file("rows.arrow").read_bytes() == b"rows" * 100 + b"tail"  # type: ignore[union-attr]
+    cache.close()
+
+
+def _no_read_back(fd: int) -> tuple[int, str]:
+    raise AssertionError("a file written through open() was read back to checksum it")
