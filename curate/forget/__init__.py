@@ -7,7 +7,7 @@ How exclusion works, and why this way:
   reads it and, when the recipe names an `id_field`, its id; plus each request's reason and
   count. Never the text, never the `--match` pattern. Derived ids (`name@offset`,
   `name:line`) shift when a line is inserted, so they are only a cache (`resolved`: the
-  ids found per input, valid while that input's size and mtime are unchanged).
+  ids found per input, valid while that input's stat identity is unchanged).
 - **Folded into the fingerprint** (the digest of the hashes and ids), so a run of the
   recipe after `curate forget` computes the fingerprint forget published under and
   returns that version: a no-op.
@@ -26,10 +26,10 @@ How exclusion works, and why this way:
 - **Kept out of what a run writes beside the shards:** rejected rows, examples (removed
   or shown as a duplicate's kept document) and the stage cache (a partition holding an
   excluded document keeps no entry of rows: its documents' text would be in it). A
-  barrier's summaries of them are kept: its decision needs them. A run's staging holds
-  their text only after a barrier that changes the documents it keeps, when another
-  barrier follows (the next needs the text it leaves: `curate.excluded_rows`).
-- Resolution (`resolve`): at each build, inputs whose size or mtime changed since the
+  barrier's summaries of them are kept: its decision needs them. A run's staging never
+  holds their text: after a barrier that changes the documents it keeps, the next pass
+  reads them from the inputs again (`curate.excluded_rows`).
+- Resolution (`resolve`): at each build, inputs whose stat identity changed since the
   ids were resolved (and new inputs) are read once more by the driver, and every record
   whose text hash is excluded is excluded by its current id. What was found in an input
   as it was before is kept beside (`earlier`), and an input gone keeps its entry: `where`

@@ -9,12 +9,13 @@
 - `quarantined`: the xxh3-128 of each forgotten quarantined record's line
   (`curate.forget.quarantined`): no document, but its line holds their data.
 - `resolved`: per input name, the ids of excluded documents found in it (and the offsets of
-  its forgotten quarantined lines), with the input's path, size and mtime when read: valid
-  while they are unchanged (`curate.forget.resolve`). An input read again because it
-  changed keeps what was found in it before under `earlier` (the same fields), and one no
-  longer among the inputs keeps its entry: a version built from the input as it was holds
-  the documents under those ids, and `--where` and the purge find them there by the input's
-  size and mtime in its manifest (`ids_of`), never by reading today's inputs.
+  its forgotten quarantined lines), with the input's path, stat identity and content hash
+  when read: valid while the stat identity is unchanged (`curate.forget.resolve`). An
+  input read again because it changed keeps what was found in it before under `earlier`
+  (the same fields), and one no longer among the inputs keeps its entry: a version built
+  from the input as it was holds the documents under those ids, and `--where` and the
+  purge find them there by the input's content hash in its manifest (size and mtime for
+  states kept before states had one: `ids_of`), never by reading today's inputs.
 
 The fingerprint covers `digest()`: the documents (and quarantined lines) only, so
 re-resolving ids changes nothing.
@@ -100,8 +101,8 @@ class Exclusions:
     ) -> tuple[frozenset[str], frozenset[Position], list[str]]:
         """The ids (and quarantined lines) a version built from these inputs (its manifest's
         `inputs`) gives the forgotten documents: for each input, what was found in it when
-        it had the size and mtime the version records. And the inputs whose state then was
-        not searched for every forgotten document (it changed, or went, before a request;
+        it had the content the version records (`_same_input`). And the inputs whose state
+        then was not searched for every forgotten document (it changed, or went, before a request;
         `of` is the `digest()` a state was searched for): documents without an explicit id
         may be in the version under ids no one knows (every id found in that input is taken,
         a guess)."""
@@ -115,8 +116,7 @@ class Exclusions:
                 unknown += [name] if derived else []
                 continue
             states = _states(self.resolved[name])
-            same = [s for s in states if s.get("size") == item.get("size")
-                    and s.get("mtime_ns") == item.get("mtime_ns")]  # fmt: skip
+            same = [s for s in states if _same_input(s, item)]
             if derived and (not same or same[0].get("of", digest) != digest):
                 unknown.append(name)
             for state in same[:1] or states:
@@ -171,6 +171,15 @@ class Exclusions:
 
 def _order(pair: tuple[str, str | None]) -> tuple[str, str]:
     return pair[0], pair[1] or ""
+
+
+def _same_input(state: dict[str, Any], item: dict[str, Any]) -> bool:
+    """Whether a version's input (its manifest's entry) is this state of it: by content hash
+    where both have one (a file rewritten with its size and mtime kept is another state),
+    else (a state kept before states had one) by size and mtime."""
+    if state.get("content_hash") and item.get("content_hash"):
+        return bool(state["content_hash"] == item["content_hash"])
+    return state.get("size") == item.get("size") and state.get("mtime_ns") == item.get("mtime_ns")
 
 
 def _states(entry: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,10 +1,14 @@
 """The ids a build drops: the dataset's exclusions as the ids its inputs give them now.
 
-An input read when the ids were last resolved, and unchanged since (path, size, mtime),
-keeps the ids found then; any other (changed, or new) is read once by the driver and its
+An input read when the ids were last resolved, and unchanged since (its stat identity:
+path, size, mtime, ctime, inode, device, as the run's other caches trust it), keeps the ids
+found then; any other (changed, or new) is read once by the driver and its
 records whose text hash, or explicit id, is excluded are found by their current ids (and
 its quarantined records whose line is forgotten, by their offsets). The resolved ids are
-saved back, so the next build reads nothing again.
+saved back, so the next build reads nothing again. Each state also keeps the input's
+content hash (the manifest's `content_hash`), by which `--where` and the purge match a
+version's inputs to it (`Exclusions.ids_of`): a file rewritten with its size and mtime kept
+is another state, not the one a version was built from.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
+from curate.fingerprint import content_hash
 from curate.forget.exclusions import Exclusions
 from curate.forget.quarantined import Position, lines_of, raw_hash
 from curate.forget.scan import documents
+from curate.input_watch import hash_unchanged
 from curate.io.batches import QuarantineRecord
 from curate.io.inputs import InputFile
 from curate.recipe import Recipe
@@ -25,7 +31,8 @@ log = logging.getLogger(__name__)
 
 
 def stat_of(f: InputFile) -> dict[str, Any]:
-    return {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns}
+    return {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns, "ctime_ns": f.ctime_ns,
+            "inode": f.inode, "device": f.device}  # fmt: skip
 
 
 def excluded_ids(
@@ -51,8 +58,8 @@ def excluded_ids(
 
 
 def entry(f: InputFile, ids: set[str], lines: set[int] | None) -> dict[str, Any]:
-    """What `resolved` holds of one input."""
-    out = {**stat_of(f), "ids": sorted(ids)}
+    """What `resolved` holds of one input (read just now: hashing it again costs little)."""
+    out = {**stat_of(f), "content_hash": hash_unchanged(f, content_hash), "ids": sorted(ids)}
     if lines:
         out["quarantined"] = sorted(lines)
     return out
@@ -64,10 +71,9 @@ def keeping(old: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
     if old is None:
         return new
     states = [*old.get("earlier", ()), {k: v for k, v in old.items() if k != "earlier"}]
-    stat = (new.get("size"), new.get("mtime_ns"))
-    earlier, seen = [], {stat}
+    earlier, seen = [], {_key(new)}
     for state in reversed(states):  # the latest of each input state, newest first
-        key = (state.get("size"), state.get("mtime_ns"))
+        key = _key(state)
         if key not in seen and (state.get("ids") or state.get("quarantined")):
             seen.add(key)
             earlier.append(state)
@@ -106,6 +112,11 @@ def resolve(
     for name, doc_id, _ in documents(recipe, files, wanted, quarantined):
         out.setdefault(name, set()).add(doc_id)
     return out, lines
+
+
+def _key(state: dict[str, Any]) -> Any:
+    """What tells one state of an input from another: its content, where it was hashed."""
+    return state.get("content_hash") or (state.get("size"), state.get("mtime_ns"))
 
 
 def _current(entry: dict[str, Any] | None, f: InputFile) -> bool:

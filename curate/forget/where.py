@@ -2,7 +2,7 @@
 what curate knows of outside it.
 
 Looked at by id: in each version, by the ids its inputs gave the forgotten documents as
-they were when it was built (found by each input's size and mtime in its manifest among
+they were when it was built (found by each input's content hash in its manifest among
 those the exclusions kept: `Exclusions.ids_of`; an input changed or removed since does not
 hide them), and the explicit ids: its shards (`id`, or a
 packed row's `doc_ids`), lineage, rejected rows and examples (by `key`, the id's hash);
