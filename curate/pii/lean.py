@@ -12,14 +12,26 @@ importable again for any other code of the process.
 torch stays importable when a spaCy plugin that runs torch models is installed
 (spacy-transformers, spacy-curated-transformers): thinc decides once per process whether
 torch is there, and a transformer-based `spacy_model` needs it to say yes.
+
+Presidio's `Pattern` checks its regex by compiling it (with the `regex` module, flags 0)
+and drops the result; a recognizer compiles it again, with its own flags, when it first
+analyses. Importing Presidio builds the patterns of every predefined recognizer of every
+country (about 170), so that check was about 0.35 CPU-s of the ~1.4 s setup, paid before
+the local engine forks its workers and so on the critical path of every run. During the
+import the check is skipped for these patterns, which Presidio ships and tests; any
+`Pattern` made afterwards (a recognizer built from a configuration) is checked as before.
 """
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.machinery
 import importlib.util
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from types import ModuleType
+from typing import Any
 
 UNUSED = ("transformers", "torch")
 TORCH_SPACY_PLUGINS = ("spacy_transformers", "spacy_curated_transformers")
@@ -43,9 +55,57 @@ def presidio_import() -> Iterator[None]:
         blocked.remove("torch")
     for name in blocked:
         sys.modules[name] = None  # type: ignore[assignment]
+    unchecked = _UncheckedPatterns()
+    sys.meta_path.insert(0, unchecked)
     try:
         yield
     finally:
+        sys.meta_path.remove(unchecked)
+        unchecked.restore()
         for name in blocked:
             if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
+
+
+PATTERN_MODULE = "presidio_analyzer.pattern"
+_CHECK = "_Pattern__validate_regex"  # Pattern.__validate_regex, name-mangled
+
+
+class _UncheckedPatterns(importlib.abc.MetaPathFinder):
+    """Finds `presidio_analyzer.pattern` as the path finder would, and once the module has
+    run, makes `Pattern`'s regex check a no-op until `restore()`."""
+
+    def __init__(self) -> None:
+        self.pattern: Any = None
+        self.check: Any = None
+
+    def find_spec(
+        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name != PATTERN_MODULE:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        loader = spec.loader if spec is not None else None
+        if spec is None or not isinstance(loader, importlib.abc.Loader):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: ModuleType) -> None:
+            run(module)
+            pattern = getattr(module, "Pattern", None)
+            check = getattr(pattern, "__dict__", {}).get(_CHECK)
+            if isinstance(check, staticmethod):  # else a Presidio we do not know: checked
+                self.pattern, self.check = pattern, check
+                setattr(pattern, _CHECK, staticmethod(_unchecked))
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
+
+    def restore(self) -> None:
+        if self.pattern is not None:
+            setattr(self.pattern, _CHECK, self.check)
+            self.pattern = self.check = None
+
+
+def _unchecked(pattern: str) -> None:
+    return None
