@@ -21,7 +21,7 @@ The output of every curate run must equal plain Presidio's text for every docume
 benchmark exits non-zero otherwise). Where the time goes: each recognizer's CPU seconds,
 plain and as curate runs them, and the setup of one process.
 
-    python -m benchmarks.pii --mb 50 [--corpus docs --corpus site] [--rounds 5]
+    python -m benchmarks.pii --mb 50 [--corpus docs --corpus site] [--rounds 5] [--partition-size 8MB]
 
 Writes benchmarks/results/pii.md and pii.json (pii-<mb>.md/json for other sizes).
 """
@@ -175,7 +175,9 @@ def _plain_worker(corpus: Path, out: Path) -> None:
     out.write_text(json.dumps(texts, ensure_ascii=False))
 
 
-def curate_run(corpus: Path, workers: int) -> tuple[dict[str, str], float, float, dict[str, Any]]:
+def curate_run(
+    corpus: Path, workers: int, partition_size: str = "2MB"
+) -> tuple[dict[str, str], float, float, dict[str, Any]]:
     import yaml
 
     folder = WORK / f"run-{workers}"
@@ -188,11 +190,14 @@ def curate_run(corpus: Path, workers: int) -> tuple[dict[str, str], float, float
         "stages": [{"normalize": {"form": None, "newlines": False, "remove_control": False,
                                   "max_newlines": 0, "strip": False}}, {"pii": {}}],
         # 2 MB: 25 partitions of a 50 MB file, so 2 workers end within ~1/25 of each other
-        # (the default 8 MB makes 7: one worker does 4, a 1.75x ceiling on 2 workers' speed-up)
-        "partition_size": "2MB",
+        # (the default 8 MB makes 7: one worker does 4, a 1.75x ceiling on 2 workers' speed-up;
+        # the site corpus's costly stretches make it worse). --partition-size default: none set
+        "partition_size": partition_size,
         "output": {"root": str(folder / "out"), "fsync": False, "rejected": True},
         "engine": {"workers": workers},
     }  # fmt: skip
+    if partition_size == "default":
+        del recipe["partition_size"]
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     curate_cli = Path(sys.executable).with_name("curate")
     # the code beside this benchmark; a stage cache of its own, deleted after the round
@@ -259,8 +264,20 @@ def setup_cost() -> dict[str, float]:
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
+def wall_parts(wall: float, manifest: dict[str, Any]) -> dict[str, float]:
+    """Where a run's wall time went, from the manifest's timings: before the first pass
+    (planning; with 2+ workers also the pii setup before the fork), the passes (with 1
+    worker the pii setup is in the first), examples, the rest of publishing, and outside
+    `Build._run` (interpreter start, CLI imports, recipe and fingerprint; exit)."""
+    t = manifest.get("timings", {})
+    total, setup, engine = t.get("total", 0.0), t.get("setup", 0.0), t.get("engine", 0.0)
+    examples = t.get("examples", 0.0)
+    return {"before_pass_s": setup, "passes_s": engine, "examples_s": examples,
+            "publish_s": total - setup - engine - examples, "outside_s": wall - total}  # fmt: skip
+
+
 def one_round(
-    corpus: Path, k: int, workers: int
+    corpus: Path, k: int, workers: int, partition_size: str = "2MB"
 ) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """All contenders once, in an order that rotates with the round; outputs compared."""
     names = ["plain", f"run{workers}", "run1"]
@@ -276,9 +293,11 @@ def one_round(
             texts[name] = json.loads(target.read_text())
             target.unlink()
         else:
-            texts[name], wall, cpu_s, manifest = curate_run(corpus, int(name[3:]))
+            texts[name], wall, cpu_s, manifest = curate_run(corpus, int(name[3:]), partition_size)
         foreign = (machine_busy() - busy0 - cpu_s) / wall
         out[name] = {"wall_s": wall, "cpu_s": cpu_s, "foreign_load": max(0.0, foreign)}
+        if name != "plain":
+            out[name].update(wall_parts(wall, manifest))
         print(json.dumps({"round": k, "contender": name, **out[name]}), flush=True)
     plain = texts["plain"]
     differ = sorted({i for n in names[1:] for i in plain if texts[n].get(i) != plain[i]})
@@ -287,14 +306,14 @@ def one_round(
                  "changed": sum(1 for i, t in plain.items() if t != original[i])}  # fmt: skip
 
 
-def measure(corpus: Path, rounds: int, workers: int) -> dict[str, Any]:
+def measure(corpus: Path, rounds: int, workers: int, partition_size: str) -> dict[str, Any]:
     docs = load(corpus)
     size = sum(len(d["text"].encode()) for d in docs) / 1e6
     per: dict[str, list[dict[str, float]]] = {}
     differ: set[str] = set()
     info: dict[str, Any] = {}
     for k in range(rounds):
-        got, info = one_round(corpus, k, workers)
+        got, info = one_round(corpus, k, workers, partition_size)
         differ |= set(info["differ"])
         for name, row in got.items():
             per.setdefault(name, []).append(row)
@@ -313,6 +332,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--corpus", action="append", choices=["docs", "site"])
+    ap.add_argument("--partition-size", default="2MB", help="the recipe's; 'default': none set")
     ap.add_argument("--profile-mb", type=float, default=2)  # plain Presidio: ~8 CPU s per MB
     ap.add_argument("--plain-worker", nargs=2, metavar=("CORPUS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -323,7 +343,7 @@ def main() -> None:
     results = []
     for kind in kinds:
         corpus = build_corpus(args.mb) if kind == "docs" else build_site_corpus(args.mb)
-        results.append(measure(corpus, args.rounds, args.workers))
+        results.append(measure(corpus, args.rounds, args.workers, args.partition_size))
     docs = load(build_corpus(args.mb))
     profile = recognizer_seconds([d for d, _ in _prefix(docs, args.profile_mb)])
     setup = setup_cost()
@@ -377,6 +397,25 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
             f"Presidio: **{med['plain']['cpu_s'] / med[f'run{w}']['cpu_s']:.1f}x**"
         )
     lines += ["", *summary, ""]
+    lines += [
+        f"Where the wall time of the curate runs goes (medians, s; partition_size {args.partition_size}): "
+        "before the first pass (planning; with 2+ workers also the pii setup before the fork, "
+        "with 1 worker it is in the first partition), the passes, examples, the rest of "
+        "publishing, and outside the build (interpreter start, CLI imports, recipe, fingerprint; "
+        "interpreter exit).",
+        "",
+        "| corpus | contender | wall | before pass | passes | examples | publish | outside |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        for name in (f"run{w}", "run1"):
+            m = r["median"][name]
+            lines.append(
+                f"| {r['corpus']} | {labels[name]} | {m['wall_s']:.2f} | {m.get('before_pass_s', 0):.2f} "
+                f"| {m.get('passes_s', 0):.2f} | {m.get('examples_s', 0):.2f} | {m.get('publish_s', 0):.2f} "
+                f"| {m.get('outside_s', 0):.2f} |"
+            )
+    lines.append("")
     for r in results:
         counters = r["manifest"].get("stages", [{}])[-1].get("counters", {})
         lines.append(f"The stage's counters ({r['corpus']}): `" + json.dumps(counters) + "`")
@@ -399,7 +438,9 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
     )
     lines += [
         "",
-        f"Command: `python -m benchmarks.pii --mb {args.mb} --workers {w} --rounds {args.rounds} {kinds}`",
+        f"Command: `python -m benchmarks.pii --mb {args.mb} --workers {w} --rounds {args.rounds} {kinds}"
+        + ("" if args.partition_size == "2MB" else f" --partition-size {args.partition_size}")
+        + "`",
         "",
     ]
     RESULTS.mkdir(exist_ok=True)
