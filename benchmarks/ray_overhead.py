@@ -17,12 +17,13 @@ Counted for each run: wall and CPU of the driver's whole process tree (benchmark
 and for Ray the CPU of the cluster's processes too (gcs_server, raylet, the agents, the
 workers: every process in the head's session, sampled with psutil every 100 ms, so a
 process that exits loses at most its last 100 ms), from the run's start until one second
-after its end. The manifest gives each pass's wall, each decision's wall and the connect time
-(`setup`). Overheads are medians of the paired differences (Ray minus local, same round);
-ratios are medians of paired ratios. Ray starts its workers at nice 15; this cluster sets
-`RAY_worker_niceness=0`, so both engines' workers meet foreign load at the same priority.
-Foreign load is the machine's other CPU, cluster idle included for local runs (its idle
-rate is reported). Shards must be byte-identical.
+after its end, and the worker processes each Ray run started (each boots Python and Ray
+before it runs a task). The manifest gives each pass's wall, each decision's wall and the
+connect time (`setup`). Overheads are medians of the paired differences (Ray minus local,
+same round); ratios are medians of paired ratios. Ray starts its workers at nice 15; this
+cluster sets `RAY_worker_niceness=0`, so both engines' workers meet foreign load at the
+same priority. Foreign load is the machine's other CPU, cluster idle included for local
+runs (its idle rate is reported). Shards must be byte-identical.
 
     /work/venv/bin/python -m benchmarks.ray_overhead --cases trivial sample --rounds 5
     /work/venv/bin/python -m benchmarks.ray_overhead --cases full --size 300 --rounds 3
@@ -172,6 +173,11 @@ class SessionCpu(threading.Thread):
             with self.lock:
                 self.seen[key] = (name, t.user + t.system)
 
+    def started(self, role: str, since: float) -> int:
+        """Processes of this role that started at `since` (a time.time()) or later."""
+        with self.lock:
+            return sum(1 for (_, t), (name, _) in self.seen.items() if name == role and t >= since)
+
     def total(self) -> dict[str, float]:
         """CPU seconds so far, per role (gcs_server, raylet, worker, ...)."""
         self.sample()
@@ -261,6 +267,7 @@ class Run:
     cluster_cpu_s: float
     foreign_load: float
     cluster_cpu: dict[str, float] = field(default_factory=dict)
+    workers: int = 0  # Ray worker processes the run started (each boots Python and Ray)
     timings: dict[str, float] = field(default_factory=dict)
     decide_s: dict[str, float] = field(default_factory=dict)
     shards: list[tuple[str, str]] = field(default_factory=list)
@@ -289,7 +296,7 @@ def run_one(
     path = folder / "recipe.yaml"
     path.write_text(json.dumps(recipe))  # JSON is YAML
     wait_for_quiet(args.max_load, args.patience)
-    before = cluster.cpu.total()
+    before, since = cluster.cpu.total(), time.time()
     m = run_measured([str(CLI), "run", "--quiet", str(path)], folder / "run.log", env=env)
     time.sleep(1.0)  # what the cluster does once the driver left (its workers ending)
     used = delta(cluster.cpu.total(), before)
@@ -305,6 +312,7 @@ def run_one(
         # the cluster's CPU is the run's own on Ray; idling, it is foreign load to local
         foreign_load=max(0.0, m.foreign_cpu_s - (cluster_s if kind == "ray" else 0.0)) / m.wall_s,
         cluster_cpu={k: v for k, v in used.items() if v} if kind == "ray" else {},
+        workers=cluster.cpu.started("worker", since - 0.05) if kind == "ray" else 0,
         timings=manifest["timings"],
         decide_s=decide_seconds(manifest),
         shards=shard_sums(manifest),
@@ -361,6 +369,7 @@ def case_report(case: str, runs: list[Run]) -> list[str]:
     row("cluster CPU s (daemons + workers)", lambda r: r.cluster_cpu_s)
     row("CPU s, all", lambda r: r.cpu_s)
     row("foreign load (cores)", lambda r: r.foreign_load)
+    row("worker processes started", lambda r: float(r.workers), ".1f")
     ratio_cpu = med([b.cpu_s / a.cpu_s for a, b in pp])
     ratio_wall = med([b.wall_s / a.wall_s for a, b in pp])
     ratio_engine = med([b.timings["engine"] / a.timings["engine"] for a, b in pp])
@@ -458,7 +467,8 @@ def main() -> None:
                     runs.append(run)
                     print(
                         f"round {rnd} {case} {kind}: wall {run.wall_s:.2f} s, CPU "
-                        f"{run.driver_cpu_s:.2f} + cluster {run.cluster_cpu_s:.2f} s, "
+                        f"{run.driver_cpu_s:.2f} + cluster {run.cluster_cpu_s:.2f} s "
+                        f"({run.workers} workers started), "
                         f"passes {run.passes()}, decide {run.decide_s}, "
                         f"load {run.foreign_load:.2f}",
                         flush=True,

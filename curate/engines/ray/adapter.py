@@ -50,13 +50,20 @@ def run_partition(blob: bytes) -> tuple[str, bytes]:
         return "", _pickled(exc)
 
 
-def warm(stages: bytes | None) -> None:
+def first() -> None:
+    """A run's first task, which the warm-ups wait for (`RayEngine.start`): it only needs a
+    worker, and the import of this module it brings (curate's task code, pyarrow)."""
+
+
+def warm(stages: bytes | None, first: None) -> None:
     """Started once per task slot when the engine connects: a new driver's Ray workers are
     new processes, and this has them import curate's task code (and pandas, which pyarrow
     imports on first use) while the driver plans, not when the first pass starts. With
     `stages` (pickled), also set up the stages whose setup the local engine's forked
     workers inherit from the driver (Presidio: ~1.4 CPU-s), as `tasks.ready` keeps them
-    for the tasks to come. A stage that fails here is left for its task to fail with."""
+    for the tasks to come. A stage that fails here is left for its task to fail with.
+    `first` is the first task's result (None), which Ray waits for before asking for a
+    worker for this one."""
     import contextlib
 
     with contextlib.suppress(ImportError):

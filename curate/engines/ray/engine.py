@@ -26,7 +26,7 @@ from curate.collective.frame import Summaries
 from curate.engines.barrier_step import summary_files
 from curate.engines.base import Engine
 from curate.engines.job import Job, ProgressFn
-from curate.engines.ray.adapter import attempts_path, run_partition, user_error, warm
+from curate.engines.ray.adapter import attempts_path, first, run_partition, user_error, warm
 from curate.engines.ray.collective import RaySummaries
 from curate.engines.ray.connect import init, start_local
 from curate.engines.ray.placement import tally
@@ -41,6 +41,7 @@ _partition = ray.remote(num_cpus=1, max_retries=-1)(run_partition)
 """A pass's task over one partition. Retried without limit when its worker dies; the
 attempts file (`adapter.ATTEMPTS`) stops a partition that kills its worker every time."""
 _warm = ray.remote(num_cpus=1)(warm)
+_first = ray.remote(num_cpus=1)(first)
 
 WAIT_SECONDS = 0.25
 """The driver wakes at least this often while tasks run: Python runs a Ctrl-C's handler
@@ -54,7 +55,9 @@ class RayEngine(Engine):
         self.address = address
         self.workers = workers  # tasks at once; default: every CPU of the cluster
         self._owns_ray = False
-        self._warming: list[ray.ObjectRef] = []
+        self._warmed = False  # warm-ups submitted (once per connection)
+        self._first: ray.ObjectRef | None = None  # the run's first task (`start`)
+        self._warming: list[ray.ObjectRef] = []  # warm-ups no pass has waited for yet
         self._set_up: bytes | None = None  # stages each worker sets up as it starts
 
     def set_up_in_workers(self, stages: Sequence[Stage]) -> None:
@@ -63,12 +66,22 @@ class RayEngine(Engine):
         submits, or, once started, in one more task per slot (queued behind them, so on the
         same workers, as far as Ray keeps to them: it is a head start, not a guarantee)."""
         self._set_up = pickle.dumps(list(stages)) if stages else None
-        if self._warming and self._set_up is not None:
+        if self._warmed and self._set_up is not None:
             self._warming += self._warm(self._set_up)
 
     def start(self) -> None:
         """Connect to the cluster at `address` (or "auto"), or start one on this machine,
         and have a worker per task slot start now (`adapter.warm`), while the build plans.
+
+        One task goes first (`adapter.first`); the warm-ups ask for their workers once it
+        ran, and the pass's tasks once the warm-ups ended (`run_tasks`). Ray's raylet answers
+        the first request for a worker of a new job with two processes (one it "prestarts"
+        for the request's backlog, besides the one it starts for the request), and a request
+        that arrives while they boot starts one more process, which then sits idle: three
+        Python workers for two slots, where the third's start-up (~0.6 CPU-s, Ray's own) ran
+        beside the other two's on the benchmark's two cores, in the middle of a trivial
+        pass (`benchmarks/ray_overhead.py`). Asked for once the first task ran, the
+        warm-ups usually find both processes up and idle.
 
         A Ray session the caller already started (`ray.init` in a notebook or a test) is
         used as it is and left running.
@@ -79,15 +92,20 @@ class RayEngine(Engine):
             else:
                 init(self.address, include_dashboard=False, log_to_driver=False)
             self._owns_ray = True
-        if not self._warming:
+        if not self._warmed:
+            self._first = _first.options(scheduling_strategy="SPREAD").remote()
             self._warming = self._warm(self._set_up)
+            self._warmed = True
 
     def _warm(self, stages: bytes | None) -> list[ray.ObjectRef]:
         slots = self.workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        return [_warm.options(scheduling_strategy="SPREAD").remote(stages) for _ in range(slots)]
+        spread = _warm.options(scheduling_strategy="SPREAD")
+        return [spread.remote(stages, self._first) for _ in range(slots)]
 
     def close(self) -> None:
         self._warming = []
+        self._first = None
+        self._warmed = False
         if self._owns_ray and ray.is_initialized():
             ray.shutdown()
         self._owns_ray = False
@@ -102,18 +120,26 @@ class RayEngine(Engine):
     ) -> None:
         """One task per partition, at most `workers` at once, spread over the nodes (by
         default Ray packs tasks onto the driver's node while others idle); records are
-        kept by partition key as tasks finish, in whatever order."""
+        kept by partition key as tasks finish, in whatever order. A warm-up not yet ended
+        holds its slot until the last task is submitted (see `start`)."""
         for task in tasks:
             attempts_path(task).unlink(missing_ok=True)
         waiting = [pickle.dumps(t) for t in reversed(tasks)]
         limit = self.workers or len(tasks)
-        running: list[ray.ObjectRef] = []
+        running, self._warming = self._warming, []
+        warm_ups = {ref.hex() for ref in running}
         while waiting or running:
             while waiting and len(running) < limit:
                 blob = waiting.pop()
                 running.append(_partition.options(scheduling_strategy="SPREAD").remote(blob))
+            if not waiting:  # every task is in: the pass waits for its own, not the warm-ups
+                running = [ref for ref in running if ref.hex() not in warm_ups]
+                if not running:
+                    break
             done, running = ray.wait(running, num_returns=1, timeout=WAIT_SECONDS)
             for ref in done:
+                if ref.hex() in warm_ups:
+                    continue  # its worker is free; a warm-up that failed leaves its task to fail
                 record, error = ray.get(ref)
                 if error:  # a user's error (bad input, full disk), as raised
                     raise pickle.loads(error)
