@@ -23,7 +23,8 @@ plain and as curate runs them, and the setup of one process.
 
     python -m benchmarks.pii --mb 50 [--corpus docs --corpus site] [--rounds 5] [--partition-size 8MB]
 
-Writes benchmarks/results/pii.md and pii.json (pii-<mb>.md/json for other sizes).
+Writes benchmarks/results/pii.md and pii.json (pii-<mb>.md/json for other sizes, with
+-partition-<size> for another --partition-size).
 """
 
 # ruff: noqa: E501  (report lines)
@@ -445,6 +446,8 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
     ]
     RESULTS.mkdir(exist_ok=True)
     stem = "pii" if args.mb == 50 else f"pii-{args.mb}"
+    if args.partition_size != "2MB":  # another recipe: never in place of the main figures
+        stem += f"-partition-{args.partition_size}"
     (RESULTS / f"{stem}.md").write_text("\n".join(lines))
     (RESULTS / f"{stem}.json").write_text(json.dumps(
         {"results": [{k: v for k, v in r.items() if k != "manifest"} for r in results],
