@@ -140,12 +140,15 @@ def test_a_local_ray_cluster_stays_on_loopback(tmp_path: Path) -> None:
     command = [STRACE, "-f", "-qq", "-s", "256", "-e", "trace=%network,execve", "-o",
                str(trace_file), sys.executable, "-m", "curate.cli", "run", "--quiet", str(recipe)]  # fmt: skip
     listeners: set[tuple[str, str, int]] = set()
+    niceness: dict[int, int] = {}  # per Ray worker process seen
     try:
         with subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) as proc:  # fmt: skip
             deadline = time.monotonic() + 600
             while proc.poll() is None and time.monotonic() < deadline:
-                listeners |= listening(_descendants(proc.pid))
+                pids = _descendants(proc.pid)
+                listeners |= listening(pids)
+                niceness.update(_worker_niceness(pids))
                 time.sleep(0.3)
             out, err = proc.communicate(timeout=30)
     finally:
@@ -178,3 +181,17 @@ def test_a_local_ray_cluster_stays_on_loopback(tmp_path: Path) -> None:
     wide = [entry for entry in listeners if not loopback(entry[1])]
     assert not wide, f"listening beyond loopback: {sorted(wide)}"
     assert json.loads((tmp_path / "out" / "t" / "v1" / "manifest.json").read_text())["counts"]
+    # the workers run at the local engine's priority, not Ray's default nice 15
+    assert niceness and set(niceness.values()) == {0}, niceness
+
+
+def _worker_niceness(pids: set[int]) -> dict[int, int]:
+    out = {}
+    for pid in pids:
+        try:
+            line = Path(f"/proc/{pid}/cmdline").read_bytes()
+            if line.startswith(b"ray::"):  # a worker, once it took its title (and niceness)
+                out[pid] = os.getpriority(os.PRIO_PROCESS, pid)
+        except OSError:  # ended meanwhile
+            continue
+    return out

@@ -84,8 +84,11 @@ LOCAL_ENVIRONMENT = {
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # single-machine mode: the node IP is loopback
     **{name: DEAD_PROXY for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY")},
     **{name: NOT_PROXIED for name in ("no_proxy", "NO_PROXY")},  # Ray's own gRPC and HTTP
+    "RAY_worker_niceness": "0",  # Ray's default, 15, loses every core to any other load
 }
-"""The environment Ray's daemons (and the workers they start) inherit from `start_local`."""
+"""The environment Ray's daemons (and the workers they start) inherit from `start_local`.
+The workers run at the priority the local engine's do: at Ray's default (nice 15) a run on
+a machine with other work slowed down where the same run on the local engine did not."""
 
 
 def start_local(**options: Any) -> None:
