@@ -57,7 +57,8 @@ class RayEngine(Engine):
         self._owns_ray = False
         self._warmed = False  # warm-ups submitted (once per connection)
         self._first: ray.ObjectRef | None = None  # the run's first task (`start`)
-        self._warming: list[ray.ObjectRef] = []  # warm-ups no pass has waited for yet
+        self._warming: list[ray.ObjectRef] = []  # first warm-ups no pass has waited for yet
+        self._setting_up: list[ray.ObjectRef] = []  # `set_up_in_workers`' tasks
         self._set_up: bytes | None = None  # stages each worker sets up as it starts
 
     def set_up_in_workers(self, stages: Sequence[Stage]) -> None:
@@ -67,7 +68,7 @@ class RayEngine(Engine):
         same workers, as far as Ray keeps to them: it is a head start, not a guarantee)."""
         self._set_up = pickle.dumps(list(stages)) if stages else None
         if self._warmed and self._set_up is not None:
-            self._warming += self._warm(self._set_up)
+            self._setting_up = self._warm(self._set_up)
 
     def start(self) -> None:
         """Connect to the cluster at `address` (or "auto"), or start one on this machine,
@@ -104,6 +105,7 @@ class RayEngine(Engine):
 
     def close(self) -> None:
         self._warming = []
+        self._setting_up = []
         self._first = None
         self._warmed = False
         if self._owns_ray and ray.is_initialized():
@@ -120,8 +122,9 @@ class RayEngine(Engine):
     ) -> None:
         """One task per partition, at most `workers` at once, spread over the nodes (by
         default Ray packs tasks onto the driver's node while others idle); records are
-        kept by partition key as tasks finish, in whatever order. A warm-up not yet ended
-        holds its slot until the last task is submitted (see `start`)."""
+        kept by partition key as tasks finish, in whatever order. A first warm-up not yet
+        ended holds its slot until the last task is submitted (see `start`); the stages'
+        set-ups (`set_up_in_workers`) take their turn in Ray's queue as before."""
         for task in tasks:
             attempts_path(task).unlink(missing_ok=True)
         waiting = [pickle.dumps(t) for t in reversed(tasks)]
