@@ -160,6 +160,7 @@ class Build:
     excluded_lines: frozenset[tuple[str, int]] = frozenset()  # quarantined records unlisted
     staging_folder: Folder | None = field(default=None, init=False)  # held open while building
     nodes: list[dict[str, Any]] = field(default_factory=list, init=False)  # engine.placement
+    examples_setup: threading.Thread | None = field(default=None, init=False)  # fork_setup
 
     def run(self) -> Version:
         """Everything this build creates (staging, shards, side outputs, worker files) gets
@@ -208,6 +209,9 @@ class Build:
                 self.store, fork_setup.prefix_key(job, self.stages, excluded, known)
             )
             fork_setup.set_up_before_fork(self.engine, self.stages, replayed)
+            self.examples_setup = fork_setup.set_up_for_examples(
+                self.engine, self.stages, replayed, self.recipe.examples_per_reason()
+            )
             self.engine.start()  # workers fork before any thread of ours exists
             hashes = _in_daemon_thread(
                 lambda: (
@@ -352,6 +356,8 @@ class Build:
         lineage = _lineage(self.files, job.partitions, result.records[-1], job.staging, shards, r)
         side = _collect_side_outputs(result.records, job.staging, r)
         t_examples = time.perf_counter()
+        if self.examples_setup is not None:
+            self.examples_setup.join()
         examples = write_examples(
             job.staging, result.records, job.partitions, [seg.barrier for seg in job.segments],
             stages, r.examples_per_reason(), out, fsync=r.output.fsync,
