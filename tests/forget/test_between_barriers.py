@@ -47,9 +47,14 @@ def corpus(folder: Path) -> None:
     (folder / "data" / "b.jsonl").write_text("\n".join(records[20:]) + "\n")
 
 
-def recipe_in(folder: Path, cache: bool) -> Path:
-    stages = [{"normalize": {}}, {"exact_dedup": {}}, {"pii": {}},
-              {"filter_length": {"max_chars": 350}}, {"minhash_dedup": {"threshold": 0.7}},
+BETWEEN = [{"normalize": {}}, {"exact_dedup": {}}, {"pii": {}},
+           {"filter_length": {"max_chars": 350}}, {"minhash_dedup": {"threshold": 0.7}}]  # fmt: skip
+
+
+def recipe_in(folder: Path, cache: bool, stages: list[dict[str, object]] | None = None) -> Path:
+    """The recipe of these tests (and test_changed_rows'): `stages`, map stages between two
+    barriers by default, then tokenize with packing, in small partitions and shards."""
+    stages = [*(BETWEEN if stages is None else stages),
               {"tokenize": {"source": TOKENIZER, "pack": {"seq_len": 32}}}]  # fmt: skip
     recipe = {"name": "t", "inputs": ["data/*.jsonl"], "id_field": "id",
               "partition_size": 1500,

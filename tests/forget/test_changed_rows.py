@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
+from test_between_barriers import recipe_in
 from test_end_to_end import cli, run_killed_before_publishing, texts_holding
-from test_forget import TOKENIZER, ids_in, shard_sums
+from test_forget import ids_in, shard_sums
 
 import curate
 from curate.forget_command import Selection, forget
@@ -73,16 +73,6 @@ CASES = {
 }
 
 
-def recipe_in(folder: Path, stages: list[dict[str, object]], cache: bool) -> Path:
-    stages = [*stages, {"tokenize": {"source": TOKENIZER, "pack": {"seq_len": 32}}}]
-    recipe = {"name": "t", "inputs": ["data/*.jsonl"], "id_field": "id",
-              "partition_size": 1500,
-              "output": {"root": "out", "fsync": False, "shard_size": 4000, "cache": cache},
-              "engine": {"workers": 1}, "stages": stages}  # fmt: skip
-    (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe, sort_keys=False))
-    return folder / "recipe.yaml"
-
-
 def rebuilt(
     folder: Path,
     stages: list[dict[str, object]],
@@ -95,14 +85,14 @@ def rebuilt(
     if extra is not None:
         (folder / "data" / "c.jsonl").write_bytes(extra)
     Store(folder / "out", "t").save_own(".forget", "exclusions.json", exclusions)
-    return curate.run(recipe_in(folder, stages, cache=False))
+    return curate.run(recipe_in(folder, cache=False, stages=stages))
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_barrier_that_changes_rows_before_another(tmp_path: Path, case: str) -> None:
     stages, corpus, pattern, needles = CASES[case]
     corpus(tmp_path)
-    recipe = recipe_in(tmp_path, stages, cache=True)
+    recipe = recipe_in(tmp_path, cache=True, stages=stages)
     before = curate.run(recipe)
     old = ids_in(before)
     assert {"d5", "d40"} <= old and "d25" not in old
