@@ -23,7 +23,7 @@ from curate.forget.quarantined import Position, lines_of, raw_hash
 from curate.forget.scan import documents
 from curate.input_watch import hash_unchanged
 from curate.io.batches import QuarantineRecord
-from curate.io.inputs import InputFile
+from curate.io.inputs import InputFile, stat_identity
 from curate.recipe import Recipe
 from curate.store import Store
 
@@ -31,8 +31,7 @@ log = logging.getLogger(__name__)
 
 
 def stat_of(f: InputFile) -> dict[str, Any]:
-    return {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns, "ctime_ns": f.ctime_ns,
-            "inode": f.inode, "device": f.device}  # fmt: skip
+    return {"path": f.path, **stat_identity(f)}
 
 
 def excluded_ids(

@@ -27,12 +27,11 @@ from typing import Any
 
 import xxhash
 
-from curate.io.inputs import InputFile
+from curate.io.inputs import InputFile, stat_identity
 from curate.io.partition_digest import partition_digest
 from curate.io.partition_key import unit_of
 from curate.io.partitions import plan_partitions
 
-_IDENTITY = ("size", "mtime_ns", "ctime_ns", "inode", "device")
 _PREFIX = "xxh3_128:"
 WHOLE_FILE_UNITS = ("row_groups", "record_batches")
 """Units whose partition digests leave some of the file's bytes out (its schema, footer or
@@ -70,7 +69,7 @@ class DigestCache:
         entry = self._new.get(inp.path) or self._old.get(inp.path)
         if not isinstance(entry, dict) or entry.get("target") != target:
             return None
-        if any(entry.get(k) != getattr(inp, k) for k in _IDENTITY):
+        if any(entry.get(k) != v for k, v in stat_identity(inp).items()):
             return None
         parts, whole = entry.get("parts"), entry.get("whole")
         if not isinstance(parts, dict) or not parts or not all(map(_digest, parts.values())):
@@ -89,7 +88,7 @@ class DigestCache:
     def keep(self, inp: InputFile, target: int, found: FileDigests) -> None:
         """File the digests of `inp` as discovered (its identity, checked by the caller)."""
         self._new[inp.path] = {
-            **{k: getattr(inp, k) for k in _IDENTITY},
+            **stat_identity(inp),
             "target": target,
             "parts": dict(found.parts),
             "whole": found.whole,

@@ -97,6 +97,16 @@ class InputFile:
         return f"input {self.shown or self.name!r}"
 
 
+STAT_IDENTITY = ("size", "mtime_ns", "ctime_ns", "inode", "device")
+"""The fields of an `InputFile` that stand for its contents until they change: what the
+caches of what was read from an input (digests, partition plans, forgotten ids) key it by."""
+
+
+def stat_identity(inp: InputFile) -> dict[str, int]:
+    """`inp`'s stat identity by field name (`STAT_IDENTITY`)."""
+    return {k: getattr(inp, k) for k in STAT_IDENTITY}
+
+
 def discover_inputs(patterns: list[str], base_dir: Path, *, check: bool = True) -> list[InputFile]:
     """The inputs in recipe order (each glob's matches sorted by path), each file once.
 

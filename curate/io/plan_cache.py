@@ -20,9 +20,7 @@ import itertools
 import json
 from typing import Any, TypeGuard
 
-from curate.io.inputs import InputFile
-
-_IDENTITY = ("size", "mtime_ns", "ctime_ns", "inode", "device")
+from curate.io.inputs import InputFile, stat_identity
 
 
 class PlanCache:
@@ -41,7 +39,7 @@ class PlanCache:
         entry = self._old.get(inp.path)
         if not isinstance(entry, dict) or entry.get("target") != target:
             return None
-        if any(entry.get(k) != getattr(inp, k) for k in _IDENTITY):
+        if any(entry.get(k) != v for k, v in stat_identity(inp).items()):
             return None
         bounds = entry.get("bounds")
         if not _valid(bounds, inp.size, target):
@@ -50,7 +48,7 @@ class PlanCache:
 
     def keep(self, inp: InputFile, target: int, bounds: list[int]) -> None:
         self._new[inp.path] = {
-            **{k: getattr(inp, k) for k in _IDENTITY},
+            **stat_identity(inp),
             "target": target,
             "bounds": bounds,
         }
