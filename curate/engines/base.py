@@ -44,6 +44,12 @@ class Engine(ABC):
         By default nothing more happens than the `close()` that follows."""
         return None
 
+    def runs_elsewhere(self) -> bool:
+        """Whether, once started, the passes run outside this process (worker processes, a
+        cluster), so this process idles while they run. True but for the local engine
+        running partitions in this process."""
+        return True
+
     def begin(self, job: Job) -> None:
         """Called once before the first pass."""
         self.start()

@@ -124,6 +124,9 @@ class LocalEngine(Engine):
             and _fork_is_safe()
         )
 
+    def runs_elsewhere(self) -> bool:
+        return self._pool is not None
+
     def begin(self, job: Job) -> None:
         if len(job.partitions) > 1:
             self.start()
