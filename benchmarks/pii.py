@@ -270,12 +270,16 @@ def wall_parts(wall: float, manifest: dict[str, Any]) -> dict[str, float]:
     """Where a run's wall time went, from the manifest's timings: before the first pass
     (planning; with 2+ workers also the pii setup before the fork), the passes (with 1
     worker the pii setup is in the first), examples, the rest of publishing, and outside
-    `Build._run` (interpreter start, CLI imports, recipe and fingerprint; exit)."""
+    `Build._run` (interpreter start, CLI imports, recipe and fingerprint; exit); and the
+    pii stage's own seconds summed over the partitions (setup excluded), whose growth with
+    2 workers is what the workers lose to running at once."""
     t = manifest.get("timings", {})
+    stage = manifest.get("stages", [{}])[-1].get("seconds", 0.0)
     total, setup, engine = t.get("total", 0.0), t.get("setup", 0.0), t.get("engine", 0.0)
     examples = t.get("examples", 0.0)
     return {"before_pass_s": setup, "passes_s": engine, "examples_s": examples,
-            "publish_s": total - setup - engine - examples, "outside_s": wall - total}  # fmt: skip
+            "publish_s": total - setup - engine - examples, "outside_s": wall - total,
+            "stage_s": stage}  # fmt: skip
 
 
 def one_round(
@@ -430,10 +434,11 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
         "before the first pass (planning; with 2+ workers also the pii setup before the fork, "
         "with 1 worker it is in the first partition), the passes, examples, the rest of "
         "publishing, and outside the build (interpreter start, CLI imports, recipe, fingerprint; "
-        "interpreter exit).",
+        "interpreter exit). The last column is not a part of the wall time: the pii stage's "
+        "own seconds summed over the partitions, in whichever worker each ran.",
         "",
-        "| corpus | contender | wall | before pass | passes | examples | publish | outside |",
-        "|---|---|---|---|---|---|---|---|",
+        "| corpus | contender | wall | before pass | passes | examples | publish | outside | pii stage, all partitions |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         for name in (f"run{w}", "run1"):
@@ -441,7 +446,16 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
             lines.append(
                 f"| {r['corpus']} | {labels[name]} | {m['wall_s']:.2f} | {m.get('before_pass_s', 0):.2f} "
                 f"| {m.get('passes_s', 0):.2f} | {m.get('examples_s', 0):.2f} | {m.get('publish_s', 0):.2f} "
-                f"| {m.get('outside_s', 0):.2f} |"
+                f"| {m.get('outside_s', 0):.2f} | {m.get('stage_s', 0):.2f} |"
+            )
+    lines.append("")
+    for r in results:
+        one, many = r["median"]["run1"].get("stage_s"), r["median"][f"run{w}"].get("stage_s")
+        if one and many:
+            lines.append(
+                f"- {r['corpus']}: the pii stage's own seconds over all partitions (setup "
+                f"excluded) are {many / one:.3f}x with {w} workers what they are with 1: the "
+                "partitions' work itself slows down when the workers run at once."
             )
     lines.append("")
     for r in results:
