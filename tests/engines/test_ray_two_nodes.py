@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,7 @@ import pytest
 from test_ray_engine import files, sample_recipe
 
 import curate
+from curate.engines.ray import RayEngine
 from curate.engines.ray.connect import LOCAL_ENVIRONMENT
 
 ray = pytest.importorskip("ray", reason="Ray is not installed: pip install 'curate[ray]'")
@@ -83,9 +85,11 @@ def alive_nodes() -> int:
     return sum(1 for n in ray.nodes() if n["Alive"])
 
 
-@pytest.fixture
-def two_nodes(tmp_path: Path) -> Iterator[str]:
-    """A head and a second node on loopback; yields the head's address, connected."""
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A head and a second node on loopback, for every test here; yields the head's
+    address, connected."""
+    tmp_path = tmp_path_factory.mktemp("two-nodes")
     if not RAY.exists():
         pytest.fail(f"Ray's command-line tool is missing beside {sys.executable}")
     temp = tempfile.mkdtemp(prefix="ray2-")  # short: Ray's socket paths must stay < 108 bytes
@@ -153,3 +157,17 @@ def test_the_sample_recipe_runs_across_two_nodes(two_nodes: str, tmp_path: Path)
     assert "nodes" not in local.manifest["engine"]
     for key in ("shards", "rejected", "quarantine", "examples", "lineage"):
         assert files(on_ray, key) == files(local, key)
+
+
+def test_a_connection_of_the_engines_own_is_shut_down_when_the_build_ends(two_nodes: str) -> None:
+    """The engine closes after the last pass and shuts its own connection down in a thread
+    (~0.3 s of waiting for the GCS, while the build publishes); the build closes it again
+    once published, and that close returns with Ray shut down, as before."""
+    ray.shutdown()  # the engine connects by address itself, as a `curate run` does
+    engine = RayEngine(address=two_nodes, workers=1)
+    engine.start()
+    assert ray.is_initialized()
+    engine.close()  # after the last pass
+    engine.close()  # after publishing
+    assert not ray.is_initialized()
+    assert not [t for t in threading.enumerate() if t.name == "curate-ray-shutdown"]

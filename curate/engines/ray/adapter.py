@@ -58,7 +58,11 @@ def first() -> None:
 def warm(stages: bytes | None, first: None) -> None:
     """Started once per task slot when the engine connects: a new driver's Ray workers are
     new processes, and this has them import curate's task code (and pandas, which pyarrow
-    imports on first use) while the driver plans, not when the first pass starts. With
+    imports on first use) while the driver plans, not when the first pass starts. pandas
+    cannot be left out (~0.3 CPU-s a worker): pyarrow 26 imports it from C++ on a process's
+    first `to_numpy()` and first conversion that infers a type (`pc.add(col, 1)`), and
+    keeps a failed attempt for good (pandas' NA, NaT and DateOffset then fail to convert
+    in that process even after pandas is imported), so it is paid here, off the pass. With
     `stages` (pickled), also set up the stages whose setup the local engine's forked
     workers inherit from the driver (Presidio: ~1.4 CPU-s), as `tasks.ready` keeps them
     for the tasks to come. A stage that fails here is left for its task to fail with.

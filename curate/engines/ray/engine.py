@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import pickle
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,25 @@ _first = ray.remote(num_cpus=1)(first)
 WAIT_SECONDS = 0.25
 """The driver wakes at least this often while tasks run: Python runs a Ctrl-C's handler
 only once the main thread does."""
+
+_disconnecting: threading.Thread | None = None
+"""The thread running the last `ray.shutdown()` this process started (`RayEngine.close`)."""
+
+
+def _disconnect_meanwhile() -> None:
+    """`ray.shutdown()` in a thread of its own. A driver's shutdown waits ~0.3 s for its core
+    worker to send the GCS its last task events (RAY_task_events_shutdown_flush_timeout_ms;
+    0.03 CPU-s). The engine closes after its last pass, and the build publishes meanwhile;
+    the build closes the engine again once it has published, which waits for the thread, so
+    the caller gets Ray shut down as before."""
+    global _disconnecting
+    _disconnecting = threading.Thread(target=ray.shutdown, name="curate-ray-shutdown")
+    _disconnecting.start()
+
+
+def _disconnected() -> None:
+    if _disconnecting is not None:
+        _disconnecting.join()
 
 
 class RayEngine(Engine):
@@ -87,6 +107,7 @@ class RayEngine(Engine):
         A Ray session the caller already started (`ray.init` in a notebook or a test) is
         used as it is and left running.
         """
+        _disconnected()  # a previous build's shutdown, still running
         if not ray.is_initialized():
             if self.address is None and not os.environ.get("RAY_ADDRESS"):
                 start_local(num_cpus=self.workers, log_to_driver=False)  # ours, on loopback
@@ -109,7 +130,9 @@ class RayEngine(Engine):
         self._first = None
         self._warmed = False
         if self._owns_ray and ray.is_initialized():
-            ray.shutdown()
+            _disconnect_meanwhile()  # waited for by the next close (`Build` closes twice)
+        else:
+            _disconnected()
         self._owns_ray = False
 
     def run_tasks(
