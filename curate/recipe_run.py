@@ -13,6 +13,7 @@ known.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
 import os
@@ -65,6 +66,7 @@ class RecipeRun:
             load = partial(self.store.read_own, ".cache", "input-hashes.json")
             save = partial(self.store.save_own, ".cache", "input-hashes.json")
             self.hashes = cached_content_hashes(load, self.files, save)
+        remember_code_imports(self.store)
         self.base = base_payload(recipe, self.stages)
         self.exclusions = Exclusions.load(self.store)  # `curate forget`'s: part of the output
         if self.exclusions:
@@ -144,6 +146,7 @@ class RecipeRun:
                 version = build.run()
                 version.rebuilt_because = damage
                 self._remember_content(version)
+                keep_code_imports(store)
                 return version
             except DiskFull as exc:
                 raise DiskFull(f"{exc}; {space_note(recipe, self.files, store, fp)}") from None
@@ -161,6 +164,31 @@ class RecipeRun:
                 if new_folders and not store.versions():  # made by this run, for nothing
                     shutil.rmtree(new_folders[0], ignore_errors=True)
                 raise
+
+
+CODE_IMPORTS = (".cache", "code-imports.json")
+"""What the stage code hashes found in each source (`curate.cache.code.remember_imports`)."""
+
+
+def remember_code_imports(store: Store) -> None:
+    """Load what earlier builds' code hashes parsed; none through a link or from a file
+    that cannot be read (the hashes are then parsed, as on a first run)."""
+    from curate.cache import code
+
+    with contextlib.suppress(CurateError):
+        code.remember_imports(store.read_own(*CODE_IMPORTS))
+
+
+def keep_code_imports(store: Store) -> None:
+    """After a build: save the imports this process parsed, for the next run's hashes. An
+    up-to-date run or `--explain` writes nothing; a refusal (a link) costs the next run
+    the parsing only."""
+    from curate.cache import code
+
+    text = code.imports_to_keep()
+    if text is not None:
+        with contextlib.suppress(CurateError, OSError):
+            store.save_own(*CODE_IMPORTS, text)
 
 
 def published(store: Store, fp: str, verify: str) -> tuple[Version | None, str | None]:

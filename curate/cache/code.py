@@ -10,6 +10,15 @@ as importing the module runs them. Imports under `if TYPE_CHECKING:` run nothing
 left out. Editing normalize.py changes normalize's hash and no other stage's, unless that
 stage imports normalize. A user stage's module counts the curate modules it imports as
 well: a user stage built on `MapStage` depends on curate's base the same way.
+
+Parsing is what hashing costs (about 0.2 CPU-s for the pre-training recipe's closure, on
+the driver's critical path before any partition starts, and on every up-to-date
+`prepare()`), so the imports found in a module are remembered between runs under a key of
+the module's name and its exact source bytes (`remember_imports`, `imports_to_keep`: the
+dataset's `.cache/code-imports.json`). Every source is still read and hashed each run; only
+the parse of a source already parsed is skipped, so the hashes are the ones a run without
+the memo computes. Like the content-hash cache beside it, the file is trusted as curate
+wrote it.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ import functools
 import hashlib
 import importlib.util
 import inspect
+import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -29,6 +39,11 @@ if TYPE_CHECKING:
 
 _OWN = "curate"
 _BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+IMPORTS_FORMAT = 1
+"""Raised when what `_imports` finds in a source changes, so no remembered list is used."""
+_KEEP = 4096  # remembered sources at most: this run's, plus earlier runs' while they fit
+_remembered: dict[str, tuple[str, ...]] = {}  # memo key -> imports, as loaded
+_used: dict[str, tuple[str, ...]] = {}  # memo key -> imports, this process's sources
 
 
 @functools.cache
@@ -114,9 +129,59 @@ def _is_package(name: str) -> bool:
     return found is not None and found[1]
 
 
+def remember_imports(text: str | None) -> None:
+    """Load the imports earlier runs found (`imports_to_keep`'s text); anything that is not
+    such a file is ignored (it only costs this run the parsing)."""
+    try:
+        data = json.loads(text) if text else None
+    except ValueError:
+        return
+    if not isinstance(data, dict) or data.get("format") != _memo_format():
+        return
+    found = data.get("imports")
+    if not isinstance(found, dict):
+        return
+    for key, names in found.items():
+        if isinstance(names, list) and all(isinstance(n, str) for n in names):
+            _remembered[key] = tuple(names)
+
+
+def imports_to_keep() -> str | None:
+    """The memo to save for later runs, or None when it would add nothing to what was
+    loaded: this process's sources first, then earlier ones up to `_KEEP`."""
+    if all(key in _remembered for key in _used):
+        return None
+    kept = dict(_used)
+    for key, names in _remembered.items():
+        if len(kept) >= _KEEP:
+            break
+        kept.setdefault(key, names)
+    body = {k: list(v) for k, v in sorted(kept.items())}
+    return json.dumps({"format": _memo_format(), "imports": body}, separators=(",", ":"))
+
+
+def _memo_format() -> str:
+    return f"{IMPORTS_FORMAT}:{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _memo_key(module: str, source: bytes, is_package: bool) -> str:
+    head = f"{module}\0{int(is_package)}\0".encode()
+    return hashlib.sha256(head + source).hexdigest()[:40]
+
+
 @functools.cache
 def _imports(module: str, source: bytes, is_package: bool) -> frozenset[str]:
-    """Every module `module`'s code imports (and the packages above them), by name."""
+    """Every module `module`'s code imports (and the packages above them), by name;
+    remembered by source (`remember_imports`)."""
+    key = _memo_key(module, source, is_package)
+    names = _remembered.get(key)
+    if names is None:
+        names = tuple(sorted(_parsed_imports(module, source, is_package)))
+    _used[key] = names
+    return frozenset(names)
+
+
+def _parsed_imports(module: str, source: bytes, is_package: bool) -> frozenset[str]:
     try:
         tree = ast.parse(source)
     except SyntaxError:

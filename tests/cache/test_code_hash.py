@@ -225,3 +225,108 @@ def test_an_edit_to_a_built_in_stage_rebuilds_and_the_manifest_names_each_stages
     assert (project / "out" / "t" / "v2").is_dir()
     assert second["exact_dedup"] == first["exact_dedup"]
     assert second["normalize"] != first["normalize"]
+
+
+_REMEMBERED = """
+import json, sys
+from curate.cache import code
+from curate.stages.registry import BUILTIN, resolve
+code.remember_imports(open(sys.argv[1]).read())
+if sys.argv[2] == "no-parse":
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed a source the memo holds")
+    code._parsed_imports = refuse
+print(json.dumps({name: code.code_hash(resolve(name)) for name in BUILTIN}))
+"""
+
+
+def _remembered_hashes(path: Path, memo: Path, mode: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    out = subprocess.run(
+        [sys.executable, "-c", _REMEMBERED, str(memo), mode],
+        env=env, cwd=path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    result: dict[str, str] = json.loads(out.stdout)
+    return result
+
+
+def _memo_of(path: Path, memo: Path) -> None:
+    script = (
+        "import sys\nfrom curate.cache import code\nfrom curate.stages.registry import "
+        "BUILTIN, resolve\n[code.code_hash(resolve(n)) for n in BUILTIN]\n"
+        "open(sys.argv[1], 'w').write(code.imports_to_keep())\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(path)}
+    subprocess.run([sys.executable, "-c", script, str(memo)], env=env, cwd=path, check=True)
+
+
+def test_remembered_imports_skip_every_parse_and_hash_the_same(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    """Parsing is what hashing costs: with the imports an earlier run found, no source is
+    parsed, and every hash is the one a run without them computes."""
+    root = _copy_curate(tmp_path / "code")
+    memo = tmp_path / "code-imports.json"
+    _memo_of(root, memo)
+    assert _remembered_hashes(root, memo, "no-parse") == untouched
+    for junk in ("", "not json", '{"format": "0:0.0", "imports": {}}', "[1, 2]"):
+        memo.write_text(junk)  # ignored: parsed again, same hashes
+        assert _remembered_hashes(root, memo, "parse") == untouched
+
+
+def test_a_remembered_import_list_serves_only_the_source_it_was_found_in(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    """normalize.py edited to import minhash's lsh: its remembered imports (of the old bytes)
+    must not be used, or lsh would be missing from normalize's hash and an edit to lsh would
+    serve normalize's stale entries."""
+    root = _copy_curate(tmp_path / "code")
+    memo = tmp_path / "code-imports.json"
+    _memo_of(root, memo)
+    _edit(
+        root / "curate" / "stages" / "normalize.py",
+        "from curate.arrow_text import utf8_slices\n",
+        "from curate.arrow_text import utf8_slices\nfrom curate.minhash import lsh  # noqa\n",
+    )
+    fresh = _hashes(root)
+    assert fresh["normalize"] != untouched["normalize"]
+    assert _remembered_hashes(root, memo, "parse") == fresh
+    lsh = root / "curate" / "minhash" / "lsh.py"
+    lsh.write_text(lsh.read_text(encoding="utf-8") + "\n# edited\n", encoding="utf-8")
+    edited = _remembered_hashes(root, memo, "parse")
+    assert edited["normalize"] != fresh["normalize"]  # lsh is in normalize's closure now
+
+
+def test_a_build_keeps_the_imports_its_hashes_found_and_an_up_to_date_run_parses_nothing(
+    tmp_path: Path,
+) -> None:
+    """`curate run` saves the memo in the dataset's .cache after a build; the next, up-to-date
+    run (what a trainer's `prepare()` costs) hashes every stage without parsing a source."""
+    project = tmp_path / "project"
+    (project / "data").mkdir(parents=True)
+    (project / "data" / "a.jsonl").write_text(
+        "".join(json.dumps({"id": str(i), "text": f"doc {i % 3}"}) + "\n" for i in range(9))
+    )
+    recipe = project / "recipe.yaml"
+    recipe.write_text(
+        "name: t\ninputs: [data/*.jsonl]\nid_field: id\n"
+        "stages: [{normalize: {}}, {exact_dedup: {}}]\n"
+        "output: {root: out, fsync: false}\nengine: {workers: 1}\n"
+    )
+    subprocess.run([sys.executable, "-c", _RUN, "run", "--quiet", str(recipe)],
+                   cwd=project, check=True, capture_output=True)  # fmt: skip
+    memo = project / "out" / "t" / ".cache" / "code-imports.json"
+    assert json.loads(memo.read_text())["imports"]
+    before = memo.stat().st_mtime_ns
+    prepare = (
+        "import sys\nimport curate\nfrom curate.cache import code\n"
+        "def refuse(*a, **k):\n    raise AssertionError('parsed')\n"
+        "code._parsed_imports = refuse\n"
+        "v = curate.prepare(sys.argv[1])\nprint(v.path.name)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", prepare, str(recipe)], cwd=project,
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "v1"
+    assert memo.stat().st_mtime_ns == before  # an up-to-date run writes nothing
