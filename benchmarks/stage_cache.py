@@ -34,15 +34,17 @@ round puts it back (untimed) before the tokenizer pair; only the tokenizer refer
 built, and results go to stage_cache-<size>-tokenizer.{md,json}.
 
 Each pair runs in one order in even rounds and the other in odd ones, and the number of
-rounds must be even, so each order counts as often: the run in second place of a pair
-used to cost 10-30% more than the same run in first place (the tokenizer rerun over
+rounds must be even, so each order counts as often: in the 5 rounds of 2026-12-04 the run
+in second place of a pair cost 10-30% more than in first place (the tokenizer rerun over
 tokenize alone: 1.40, 1.30, 1.21 with tokenize alone first, 1.11, 1.06 with the rerun
 first), and with an odd count the median carried the bias of the order that ran once
 more. A ratio is reported as the median of the rounds' paired ratios and, beside it, the
-geometric mean of each order's ratios. Before each run every dirty page is written
-(os.sync, then waiting until /proc/meminfo's Dirty and Writeback are drained), so no run
-pays for the writeback of the one before; each run records what was still dirty when it
-started and its system CPU apart.
+geometric mean of each order's ratios. Not the previous run's dirty pages: every run was
+synced before already (sync(2) returns with Dirty and Writeback at 0, 800 MB just written
+or not), and two identical runs back to back cost the same CPU (tokenize alone, 20 MB, 6
+pairs: second / first 0.99). Before each run the dirty pages are still written (os.sync,
+then waiting until /proc/meminfo's Dirty and Writeback drain: `--only tokenizer` copies a
+dataset folder just before), and each run records what was left and its system CPU apart.
 
 Every version a step publishes is compared file by file with the reference build of the
 same recipe (the cold cache-on run with the cache-off one): shards, rejected/,
