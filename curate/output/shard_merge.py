@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +57,7 @@ def merged_shards(
         return [s for _, shards in parts for s in shards]
     written = _recorded(root / record, root, plan)
     if written is None:
-        written = []
-        for target, members in plan:
-            mark("merge")
-            written.append(_write(root, target, members, fsync=fsync, file_mode=file_mode))
+        written = _write_all(root, plan, fsync=fsync, file_mode=file_mode)
         merged = [
             {"shard": w, "members": [m["path"] for m in members]}
             for w, (_, members) in zip(written, plan, strict=True)
@@ -106,6 +104,33 @@ def _plan(
             target = f"{folder}/{prefix}-{per_part[group[0]][0]}.arrow"
             plan.append((first_position[id(members[0])], target, members))
     return [(target, members) for _, target, members in sorted(plan, key=lambda p: p[0])]
+
+
+MERGE_THREADS = 4
+"""Merged shards written side by side at most (`_write_all`)."""
+
+
+def _write_all(
+    root: Path, plan: list[tuple[str, list[FileInfo]]], *, fsync: bool, file_mode: int
+) -> list[FileInfo]:
+    """Every merged shard of the plan, in plan order, written side by side: publishing runs
+    in the driver alone while the engine's workers idle, and a merge's time is Arrow's
+    copy, sha256 and fdatasync, which all run without the GIL (two groups of a 300 MB
+    run's ~100 MB each were written one after the other, on the wall time of every build
+    that merges: a tokenizer-change rerun's 42 partitions merge into 2 shards). Each
+    shard is written at a temporary name and renamed, as before; `merges.json` is written
+    only once all are, so a crash at any point resumes as it did."""
+
+    def one(target: str, members: list[FileInfo]) -> FileInfo:
+        mark("merge")
+        return _write(root, target, members, fsync=fsync, file_mode=file_mode)
+
+    threads = min(len(plan), MERGE_THREADS)
+    if threads < 2:
+        return [one(target, members) for target, members in plan]
+    with ThreadPoolExecutor(threads, thread_name_prefix="curate-merge") as pool:
+        futures = [pool.submit(one, target, members) for target, members in plan]
+        return [f.result() for f in futures]
 
 
 def _write(

@@ -10,9 +10,12 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pytest
 from conftest import corpus, write_jsonl, write_recipe
 
 import curate
@@ -165,3 +168,32 @@ def test_rejected_and_quarantine_files_merge_too(tmp_path: Path) -> None:
     ]
     assert len(ids) == len(set(ids)) == removed
     assert set(ids) < {d["id"] for chunk in chunks for d in chunk}
+
+
+def test_groups_are_written_side_by_side_and_publish_the_same_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two merged shards are written at once (each waits for the other at a barrier: one
+    after the other, the first would wait alone and fail), and the version is the one
+    written one group at a time."""
+    from curate.output import shard_merge
+
+    _files(tmp_path)
+    real = shard_merge._write
+    meet = threading.Barrier(2, timeout=30)
+    calls: list[str] = []
+
+    def together(root: Path, target: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(target)
+        if len(calls) <= 2:
+            meet.wait()
+        return real(root, target, *args, **kwargs)
+
+    monkeypatch.setattr(shard_merge, "_write", together)
+    side_by_side = _build(tmp_path, "out")
+    assert len([c for c in calls if "/group-" in c or c.startswith("group-")]) >= 2
+    monkeypatch.setattr(shard_merge, "_write", real)
+    monkeypatch.setattr(shard_merge, "MERGE_THREADS", 1)
+    one_by_one = _build(tmp_path, "again")
+    assert side_by_side.manifest["shards"] == one_by_one.manifest["shards"]
+    assert _texts(side_by_side) == _texts(one_by_one)
