@@ -17,8 +17,9 @@ the driver's critical path before any partition starts, and on every up-to-date
 the module's name and its exact source bytes (`remember_imports`, `imports_to_keep`: the
 dataset's `.cache/code-imports.json`). Every source is still read and hashed each run; only
 the parse of a source already parsed is skipped, so the hashes are the ones a run without
-the memo computes. Like the content-hash cache beside it, the file is trusted as curate
-wrote it.
+the memo computes. The file carries a sha256 of its list and is used only when the two
+agree: a damaged list could drop an import from a closure, and an edit to that module
+would then serve stale entries (a damaged memo costs the run its parsing, nothing more).
 """
 
 from __future__ import annotations
@@ -139,7 +140,7 @@ def remember_imports(text: str | None) -> None:
     if not isinstance(data, dict) or data.get("format") != _memo_format():
         return
     found = data.get("imports")
-    if not isinstance(found, dict):
+    if not isinstance(found, dict) or data.get("sha256") != _body_sum(found):
         return
     for key, names in found.items():
         if isinstance(names, list) and all(isinstance(n, str) for n in names):
@@ -157,7 +158,14 @@ def imports_to_keep() -> str | None:
             break
         kept.setdefault(key, names)
     body = {k: list(v) for k, v in sorted(kept.items())}
-    return json.dumps({"format": _memo_format(), "imports": body}, separators=(",", ":"))
+    memo = {"format": _memo_format(), "sha256": _body_sum(body), "imports": body}
+    return json.dumps(memo, separators=(",", ":"))
+
+
+def _body_sum(body: dict[str, object]) -> str:
+    """The memo's check: sha256 of its list as canonical JSON (sorted keys, no spaces)."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _memo_format() -> str:

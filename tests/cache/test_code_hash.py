@@ -269,8 +269,11 @@ def test_remembered_imports_skip_every_parse_and_hash_the_same(
     root = _copy_curate(tmp_path / "code")
     memo = tmp_path / "code-imports.json"
     _memo_of(root, memo)
+    good = json.loads(memo.read_text())
+    damaged = {**good, "imports": {k: [] for k in good["imports"]}}  # sum of the old lists
     assert _remembered_hashes(root, memo, "no-parse") == untouched
-    for junk in ("", "not json", '{"format": "0:0.0", "imports": {}}', "[1, 2]"):
+    for junk in ("", "not json", '{"format": "0:0.0", "imports": {}}', "[1, 2]",
+                 json.dumps(damaged), json.dumps({**good, "sha256": "0" * 64})):  # fmt: skip
         memo.write_text(junk)  # ignored: parsed again, same hashes
         assert _remembered_hashes(root, memo, "parse") == untouched
 
