@@ -31,7 +31,7 @@ import importlib.util
 import inspect
 import json
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -162,7 +162,7 @@ def imports_to_keep() -> str | None:
     return json.dumps(memo, separators=(",", ":"))
 
 
-def _body_sum(body: dict[str, object]) -> str:
+def _body_sum(body: Mapping[str, object]) -> str:
     """The memo's check: sha256 of its list as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(body, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(text.encode()).hexdigest()
