@@ -16,9 +16,18 @@ positions the scan lands on are a chain (each the first candidate at least n wor
 the previous), found by pointer doubling; if a skipped n-gram was the first of its kind
 and the kind recurs later, "seen before" is recomputed over visited n-grams only, for the
 documents concerned, until nothing changes.
+
+Memory: every array here has one entry per word of the batch, so a 60 MB document (about
+12 million words) costs about 94 MB per 64-bit array. Indices and character counts are
+held in 32 bits where the batch allows (`_index_type`), a window is kept within its
+document by comparing document numbers (no per-word position array), and keys are mixed
+in place, so that the whole quality filter on such a document stays well within the 2 GB
+the hostile-input test allows (issue 14).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -34,9 +43,16 @@ def word_hashes(words: Pieces) -> np.ndarray:
 
 
 def _mix(x: np.ndarray) -> np.ndarray:
-    x = x ^ (x >> np.uint64(31))
-    x = x * _MIX
-    return x ^ (x >> np.uint64(29))
+    """Mixes 64-bit keys in place (one temporary array at a time) and returns them."""
+    x ^= x >> np.uint64(31)
+    x *= _MIX
+    x ^= x >> np.uint64(29)
+    return x
+
+
+def _index_type(largest: int) -> type[np.signedinteger[Any]]:
+    """32-bit integers when every value fits, else 64-bit: half the memory per word."""
+    return np.int32 if largest < 2**31 - 64 else np.int64
 
 
 class Rolling:
@@ -49,18 +65,19 @@ class Rolling:
         self.words = words
         self.hashes = word_hashes(words)
         self.n = 1
-        self.raw = self.hashes.copy()
-        counts = words.counts
-        self.pos_in_doc = (
-            np.arange(len(self.hashes), dtype=np.int64) - (np.cumsum(counts) - counts)[words.doc]
-        )
-        self.csum = np.concatenate([[0], np.cumsum(words.lengths)])
+        self.raw = self.hashes  # never written in place: each size makes a new array
+        self.csum = np.zeros(len(self.hashes) + 1, dtype=np.int64)
+        np.cumsum(words.lengths, out=self.csum[1:])
+        self.index = _index_type(max(len(self.hashes), int(self.csum[-1])))
+        """The type of word indices and of an n-gram's characters in this batch."""
 
     def size(self, n: int) -> np.ndarray:
         if n < self.n:  # start again (sizes usually come in increasing order)
-            self.n, self.raw = 1, self.hashes.copy()
+            self.n, self.raw = 1, self.hashes
         while self.n < n:
-            self.raw = self.raw[:-1] * _MUL + self.hashes[self.n :]
+            raw = self.raw[:-1] * _MUL
+            raw += self.hashes[self.n :]
+            self.raw = raw
             self.n += 1
         return self.raw
 
@@ -71,13 +88,26 @@ class NGrams:
     def __init__(self, rolling: Rolling, n: int, alive: np.ndarray) -> None:
         words = rolling.words
         raw = rolling.size(n)
-        doc = words.doc[: len(raw)]
-        ok = (rolling.pos_in_doc[: len(raw)] + n <= words.counts[doc]) & alive[doc]
+        m = len(raw)
+        doc = words.doc[:m]
+        # words are in document order: a window lies within one document when its first
+        # and last words are of the same one
+        ok = doc == words.doc[n - 1 : n - 1 + m]
+        ok &= alive[doc]
         self.n = n
-        self.pos = np.flatnonzero(ok)  # global word index of each n-gram's first word
-        self.doc = doc[self.pos]
-        self.key = _mix(raw[self.pos] ^ (self.doc.astype(np.uint64) * _MIX))
-        self.chars = rolling.csum[self.pos + n] - rolling.csum[self.pos]  # no spaces
+        # global word index of each n-gram's first word
+        self.pos = np.flatnonzero(ok).astype(rolling.index)
+        del ok
+        self.doc = doc[self.pos].astype(rolling.index)
+        key = raw[self.pos]
+        mixed_doc = self.doc.astype(np.uint64)
+        mixed_doc *= _MIX
+        key ^= mixed_doc
+        del mixed_doc
+        self.key = _mix(key)
+        chars = rolling.csum[self.pos + n]
+        chars -= rolling.csum[self.pos]
+        self.chars = chars.astype(rolling.index)  # no spaces
 
 
 def top_ngram_chars(g: NGrams, n_docs: int) -> np.ndarray:
@@ -87,7 +117,7 @@ def top_ngram_chars(g: NGrams, n_docs: int) -> np.ndarray:
         return out
     # Where no n-gram repeats, the top one is the first (count 1); only repeated ones group.
     starts = np.flatnonzero(np.concatenate([[True], g.doc[1:] != g.doc[:-1]]))
-    out[g.doc[starts]] = g.chars[starts] + (g.n - 1)
+    out[g.doc[starts]] = g.chars[starts].astype(np.int64) + (g.n - 1)
     repeated = pl.Series(g.key).is_duplicated().to_numpy()
     if not repeated.any():
         return out
@@ -100,7 +130,8 @@ def top_ngram_chars(g: NGrams, n_docs: int) -> np.ndarray:
         .sort(["d", "count", "first"], descending=[False, True, False])
         .unique("d", keep="first")
     )
-    out[best["d"].to_numpy()] = best["count"].to_numpy() * (best["c"].to_numpy() + (g.n - 1))
+    count = best["count"].to_numpy().astype(np.int64)
+    out[best["d"].to_numpy()] = count * (best["c"].to_numpy().astype(np.int64) + (g.n - 1))
     return out
 
 
@@ -109,8 +140,9 @@ def _chain(spots: np.ndarray, n: int) -> np.ndarray:
     m = len(spots)
     if m == 0:
         return np.zeros(0, dtype=bool)
-    step = np.append(np.searchsorted(spots, spots + n, side="left"), m)
-    rank = np.ones(m + 1, dtype=np.int64)
+    index = _index_type(m + 1)  # one table per doubling is kept: 32 bits where they fit
+    step = np.append(np.searchsorted(spots, spots + n, side="left"), m).astype(index)
+    rank = np.ones(m + 1, dtype=index)
     rank[m] = 0
     levels = [step]
     p = step
@@ -119,7 +151,7 @@ def _chain(spots: np.ndarray, n: int) -> np.ndarray:
         p = p[p]
         levels.append(p)
     delta = rank[0] - rank[:m]
-    cur = np.zeros(m, dtype=np.int64)
+    cur = np.zeros(m, dtype=index)
     reachable = delta >= 0
     for k, table in enumerate(levels):
         bit = reachable & (((delta >> k) & 1) == 1)
@@ -133,11 +165,11 @@ def _scan(
     """Indices the scan counts as duplicates, and the mask of word positions it skips."""
     idx = np.flatnonzero(seen_before)
     # documents are set n apart so that the chain enters each document at its first candidate
-    spots = pos[idx] + doc[idx] * n
+    spots = pos[idx].astype(np.int64) + doc[idx].astype(np.int64) * n
     hits = idx[_chain(spots, n)]
     skipped = np.zeros(size + n, dtype=bool)
     if len(hits):
-        inner = (pos[hits][:, None] + np.arange(1, n)[None, :]).ravel()
+        inner = (pos[hits][:, None].astype(np.int64) + np.arange(1, n)[None, :]).ravel()
         skipped[inner] = True
     return hits, skipped
 

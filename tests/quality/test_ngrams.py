@@ -75,3 +75,28 @@ def test_long_repetitive_document() -> None:
         dup, top = stats([words, words[::-1], []], n)
         assert dup == [scan_duplicates(words, n), scan_duplicates(words[::-1], n), 0]
         assert top[0] == top_chars(words, n)
+
+
+def test_numpy_memory_per_word_stays_small() -> None:
+    """Issue 14's 60 MB document (~12M words) must stay within 2 GB over an idle run, and
+    every array here has one entry per word: the n-gram rules' numpy allocations at their
+    peak, per word of the batch (156 bytes here; 268 when positions, document numbers,
+    character counts and the scan's doubling tables were 64-bit and keys were mixed through
+    temporaries)."""
+    import tracemalloc
+
+    from curate.quality import gopher_repetition
+    from curate.quality.params import GopherRepetitionParams
+
+    text = " ".join(VOCAB[(i * 7 + i // 5) % len(VOCAB)] + str(i % 97) for i in range(400_000))
+    batch = DocBatch(__import__("pyarrow").array([text, "a short one", text[:1000]]))
+    words = len(batch.words.values)
+    params = GopherRepetitionParams(dup_para_frac=None, dup_para_char_frac=None,
+                                    dup_line_frac=None, dup_line_char_frac=None)  # fmt: skip
+    tracemalloc.start()
+    try:
+        gopher_repetition.evaluate(batch, params, np.ones(batch.n, dtype=bool), shortcut=False)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak / words < 190, f"{peak / words:.0f} bytes per word"
