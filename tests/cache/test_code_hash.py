@@ -185,13 +185,8 @@ sys.exit(main())
 """
 
 
-def test_an_edit_to_a_built_in_stage_rebuilds_and_the_manifest_names_each_stages_code(
-    untouched: dict[str, str], tmp_path: Path
-) -> None:
-    """curate's version number is the same before and after a bug fix: the code hash in the
-    fingerprint is what rebuilds, and each stage record says which code made it."""
-    root = _copy_curate(tmp_path / "code")
-    project = tmp_path / "project"
+def _small_project(project: Path) -> Path:
+    """Nine short documents and a normalize + exact_dedup recipe over them, in `project`."""
     (project / "data").mkdir(parents=True)
     (project / "data" / "a.jsonl").write_text(
         "".join(json.dumps({"id": str(i), "text": f"doc {i % 3}"}) + "\n" for i in range(9))
@@ -202,6 +197,17 @@ def test_an_edit_to_a_built_in_stage_rebuilds_and_the_manifest_names_each_stages
         "stages: [{normalize: {}}, {exact_dedup: {}}]\n"
         "output: {root: out, fsync: false}\nengine: {workers: 1}\n"
     )
+    return recipe
+
+
+def test_an_edit_to_a_built_in_stage_rebuilds_and_the_manifest_names_each_stages_code(
+    untouched: dict[str, str], tmp_path: Path
+) -> None:
+    """curate's version number is the same before and after a bug fix: the code hash in the
+    fingerprint is what rebuilds, and each stage record says which code made it."""
+    root = _copy_curate(tmp_path / "code")
+    project = tmp_path / "project"
+    recipe = _small_project(project)
 
     def run() -> dict[str, str]:
         env = {**os.environ, "PYTHONPATH": str(root)}
@@ -307,16 +313,7 @@ def test_a_build_keeps_the_imports_its_hashes_found_and_an_up_to_date_run_parses
     """`curate run` saves the memo in the dataset's .cache after a build; the next, up-to-date
     run (what a trainer's `prepare()` costs) hashes every stage without parsing a source."""
     project = tmp_path / "project"
-    (project / "data").mkdir(parents=True)
-    (project / "data" / "a.jsonl").write_text(
-        "".join(json.dumps({"id": str(i), "text": f"doc {i % 3}"}) + "\n" for i in range(9))
-    )
-    recipe = project / "recipe.yaml"
-    recipe.write_text(
-        "name: t\ninputs: [data/*.jsonl]\nid_field: id\n"
-        "stages: [{normalize: {}}, {exact_dedup: {}}]\n"
-        "output: {root: out, fsync: false}\nengine: {workers: 1}\n"
-    )
+    recipe = _small_project(project)
     subprocess.run([sys.executable, "-c", _RUN, "run", "--quiet", str(recipe)],
                    cwd=project, check=True, capture_output=True)  # fmt: skip
     memo = project / "out" / "t" / ".cache" / "code-imports.json"

@@ -88,6 +88,22 @@ def rebuilt(
     return curate.run(recipe_in(folder, cache=False, stages=stages))
 
 
+def purged_then_killed(folder: Path, recipe: Path, needles: list[str]) -> bytes:
+    """`gc --purge-forgotten`, a new file, then a run killed just before it publishes:
+    nothing of the forgotten documents is left under the root, though the run staged its
+    passes. Returns the new file's bytes."""
+    store = folder / "out" / "t"
+    out = cli("gc", str(store), "--purge-forgotten")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert texts_holding(store, needles) == []
+    extra = (json.dumps({"id": "c0", "text": "a new note"}) + "\n").encode()
+    (folder / "data" / "c.jsonl").write_bytes(extra)
+    run_killed_before_publishing(recipe, folder / "phases.log")
+    assert list(store.glob(".staging-*/pass-*/data-*.arrow"))  # what was staged is there
+    assert texts_holding(store, needles) == []
+    return extra
+
+
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_a_barrier_that_changes_rows_before_another(tmp_path: Path, case: str) -> None:
     stages, corpus, pattern, needles = CASES[case]
@@ -103,15 +119,7 @@ def test_a_barrier_that_changes_rows_before_another(tmp_path: Path, case: str) -
     exclusions = (store / ".forget" / "exclusions.json").read_text()
     assert shard_sums(rebuilt(tmp_path / "fresh", stages, corpus, exclusions)) == shard_sums(after)
 
-    # purge, a new file, a run killed before it publishes: nothing of them staged
-    out = cli("gc", str(store), "--purge-forgotten")
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert texts_holding(store, needles) == []
-    extra = (json.dumps({"id": "c0", "text": "a new note"}) + "\n").encode()
-    (tmp_path / "data" / "c.jsonl").write_bytes(extra)
-    run_killed_before_publishing(recipe, tmp_path / "phases.log")
-    assert list(store.glob(".staging-*/pass-*/data-*.arrow"))  # what was staged is there
-    assert texts_holding(store, needles) == []
+    extra = purged_then_killed(tmp_path, recipe, needles)
     if case == "line_dedup":  # exact_dedup's pass summarized them for line_dedup
         assert list(store.glob(".staging-*/pass-0/ahead-1-*.arrow"))
 

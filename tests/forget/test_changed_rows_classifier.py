@@ -8,7 +8,6 @@ trained here with Debian's `fasttext` command."""
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from pathlib import Path
@@ -16,8 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 from test_between_barriers import recipe_in
-from test_changed_rows import lines_for_cluster_size, rebuilt
-from test_end_to_end import cli, run_killed_before_publishing, texts_holding
+from test_changed_rows import lines_for_cluster_size, purged_then_killed, rebuilt
+from test_end_to_end import texts_holding
 from test_forget import ids_in, shard_sums
 
 import curate
@@ -61,14 +60,7 @@ def test_forgotten_after_classifier_buckets_is_rebuilt_not_staged(
     fresh = rebuilt(tmp_path / "fresh", recipe_stages, lines_for_cluster_size, exclusions)
     assert shard_sums(fresh) == shard_sums(after)
 
-    out = cli("gc", str(store), "--purge-forgotten")
-    assert out.returncode == 0, out.stdout + out.stderr
-    assert texts_holding(store, NEEDLES) == []
-    extra = (json.dumps({"id": "c0", "text": "a new note"}) + "\n").encode()
-    (tmp_path / "data" / "c.jsonl").write_bytes(extra)
-    run_killed_before_publishing(recipe, tmp_path / "phases.log")
-    assert list(store.glob(".staging-*/pass-*/data-*.arrow"))  # what was staged is there
-    assert texts_holding(store, NEEDLES) == []
+    extra = purged_then_killed(tmp_path, recipe, NEEDLES)
 
     later = curate.run(recipe)
     assert texts_holding(store, NEEDLES) == []
