@@ -8,11 +8,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import corpus, write_jsonl, write_recipe
 
 import curate
 from curate import build
 from curate.engines.local import LocalEngine
-from tests.conftest import corpus, write_jsonl, write_recipe
 
 
 def test_only_started_workers_run_the_passes_elsewhere() -> None:
