@@ -17,7 +17,7 @@ references every rerun is compared with, and the warm-up.
 
 Each round, in one dataset root, each step changing one thing from the one before:
   cold      R0 with the cache on (the default) and R0 with `output.cache: false` in
-            another fresh root, in alternating order: CPU and wall of each, and the
+            another fresh root, side by side (below): CPU and wall of each, and the
             cache's size on disk (<root>/<name>/.cache/stages) after the cold run;
   tokenizer R1 in the same root, and beside it (alternating order) a recipe of tokenize
             alone over post_pii.arrow in a fresh root, cache off: rerun wall / that wall;
@@ -45,6 +45,19 @@ or not), and two identical runs back to back cost the same CPU (tokenize alone, 
 pairs: second / first 0.99). Before each run the dirty pages are still written (os.sync,
 then waiting until /proc/meminfo's Dirty and Writeback drain: `--only tokenizer` copies a
 dataset folder just before), and each run records what was left and its system CPU apart.
+
+The cold pair runs side by side by default (`--cold side-by-side`): both runs at once, each
+process tree pinned to a core of its own (sched_setaffinity, inherited by the workers),
+which run gets core 0 swapped every round. This machine's speed drifts: the same build from
+scratch cost 119.8 CPU-s as a reference and 127.9-170.3 CPU-s as cold_off in the rounds
+that followed (2026-12-04, foreign load <= 0.02, no steal), and of six pairs run one after
+the other the run in second place cost more in five, so their ratios spread from 0.91 to
+1.24 around an effect of a few percent. Side by side, both runs see the same moments of
+the machine: at 50 MB the two runs of a pair agreed within 2% while the rounds differed by
+13%. Each run then shares the machine with the other, so its CPU-seconds are higher than
+alone (about 25% on this machine) and its wall time is that of one core; both sides pay
+alike, and the ratio is what the figure is about. `--cold one-after-the-other` runs the
+pair in turn as before, each run alone with both cores.
 
 Every version a step publishes is compared file by file with the reference build of the
 same recipe (the cold cache-on run with the cache-off one): shards, rejected/,
@@ -165,61 +178,140 @@ def tree_has_cache_option(tree: Path) -> bool:
 # --- one run ---------------------------------------------------------------------------
 
 
-def run(
-    r: dict[str, Any], folder: Path, step: str, rnd: int, args: argparse.Namespace, fresh: bool
-) -> tuple[Run, Path]:
-    """One `curate run` of r in folder (emptied first when fresh) under the reaper: the
-    measurement and the folder of the version it returned."""
+@dataclass
+class Started:
+    """A `curate run` under the reaper, launched and not yet collected."""
+
+    proc: subprocess.Popen[bytes]
+    step: str
+    rnd: int
+    folder: Path
+    dataset: Path
+    before: set[str]
+    dirty: int
+
+
+def launch(
+    r: dict[str, Any], folder: Path, step: str, rnd: int, args: argparse.Namespace,
+    fresh: bool, cpu: int | None = None,
+) -> Started:  # fmt: skip
+    """Start one `curate run` of r in folder (emptied first when fresh) under the reaper,
+    its whole process tree on core `cpu` when given (children inherit the affinity)."""
     if fresh:
         shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "recipe.yaml"
     path.write_text(json.dumps(r, indent=1))  # JSON is YAML
     dataset = folder / "out" / NAME
-    before = set(versions(dataset))
-    for name in r["inputs"]:
-        warm(Path(name))
-    settle()
-    wait_for_quiet(args.max_load, args.patience)
-    dirty = dirty_bytes()
     cli = str(Path(sys.executable).with_name("curate"))
-    result, log = folder / f"{step}.rusage.json", folder / f"{step}.log"
-    own, busy = _own_cpu(), machine_busy()
-    with open(folder / f"{step}.stdout", "wb") as out, open(log, "wb") as err:
-        done = subprocess.run(
+    result = folder / f"{step}.rusage.json"
+    popen = niced(NICE)
+    renice = popen.get("preexec_fn")
+
+    def prepare_child() -> None:
+        if renice is not None:
+            renice()
+        if cpu is not None:
+            os.sched_setaffinity(0, {cpu})
+
+    popen["preexec_fn"] = prepare_child
+    with open(folder / f"{step}.stdout", "wb") as out, open(folder / f"{step}.log", "wb") as err:
+        proc = subprocess.Popen(  # the child holds its own copies of both files
             [sys.executable, "-P", str(HERE / "reaper.py"), str(result), "--", cli, "run",
              str(path)],
-            env=pinned_env(args.tree), cwd="/", stdout=out, stderr=err, **niced(NICE),
+            env=pinned_env(args.tree), cwd="/", stdout=out, stderr=err, **popen,
         )  # fmt: skip
-    busy, own = machine_busy() - busy, _own_cpu() - own
-    if done.returncode != 0:
+    return Started(proc, step, rnd, folder, dataset, set(versions(dataset)), 0)
+
+
+def collect(started: Started) -> tuple[Run, Path]:
+    """Wait for a launched run: its measurement (foreign load left at 0 for the caller)
+    and the folder of the version it returned."""
+    s = started
+    s.proc.wait()
+    log = s.folder / f"{s.step}.log"
+    if s.proc.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
-        raise SystemExit(f"curate run {path} exited {done.returncode}:\n{tail}")
-    usage = json.loads(result.read_text())
+        raise SystemExit(
+            f"curate run {s.folder / 'recipe.yaml'} exited {s.proc.returncode}:\n{tail}"
+        )
+    usage = json.loads((s.folder / f"{s.step}.rusage.json").read_text())
     cpu = usage["user_s"] + usage["sys_s"]
-    latest = (dataset / "LATEST").read_text().strip()
-    manifest = json.loads((dataset / latest / "manifest.json").read_text())
-    apparent, disk = outputs.cache_usage(dataset / ".cache" / "stages")
+    latest = (s.dataset / "LATEST").read_text().strip()
+    manifest = json.loads((s.dataset / latest / "manifest.json").read_text())
+    apparent, disk = outputs.cache_usage(s.dataset / ".cache" / "stages")
     basis = outputs.minhash_basis(manifest)
     measured = Run(
-        round=rnd,
-        step=step,
+        round=s.rnd,
+        step=s.step,
         wall_s=round(usage["wall_s"], 3),
         cpu_s=round(cpu, 3),
-        foreign_load=round(max(0.0, busy - own - cpu) / usage["wall_s"], 3),
+        foreign_load=0.0,
         version=latest,
-        new_version=latest not in before,
+        new_version=latest not in s.before,
         cache_bytes=apparent,
         cache_disk_bytes=disk,
         signatures=outputs.signatures_computed(manifest),
         minhash_ran=None if basis is None else basis[0],
         minhash_reused=None if basis is None else basis[1],
         cache_said=outputs.stage_outcomes(manifest),
-        summary=(folder / f"{step}.stdout").read_text(errors="replace")[-4000:],
+        summary=(s.folder / f"{s.step}.stdout").read_text(errors="replace")[-4000:],
         sys_s=round(usage["sys_s"], 3),
-        dirty_mb=round(dirty / 1e6, 1),
+        dirty_mb=round(s.dirty / 1e6, 1),
     )
-    return measured, dataset / latest
+    return measured, s.dataset / latest
+
+
+def ready(r: dict[str, Any], args: argparse.Namespace) -> int:
+    """Inputs in the page cache, dirty pages written, the machine quiet: the dirty bytes
+    left when the run starts."""
+    for name in r["inputs"]:
+        warm(Path(name))
+    settle()
+    wait_for_quiet(args.max_load, args.patience)
+    return dirty_bytes()
+
+
+def run(
+    r: dict[str, Any], folder: Path, step: str, rnd: int, args: argparse.Namespace, fresh: bool
+) -> tuple[Run, Path]:
+    """One `curate run` of r in folder (emptied first when fresh) under the reaper, alone:
+    the measurement and the folder of the version it returned."""
+    dirty = ready(r, args)
+    own, busy = _own_cpu(), machine_busy()
+    started = launch(r, folder, step, rnd, args, fresh)
+    started.dirty = dirty
+    measured, version = collect(started)
+    busy, own = machine_busy() - busy, _own_cpu() - own
+    foreign = max(0.0, busy - own - measured.cpu_s) / measured.wall_s
+    measured.foreign_load = round(foreign, 3)
+    return measured, version
+
+
+def run_side_by_side(
+    pair: list[tuple[str, dict[str, Any], Path]], rnd: int, args: argparse.Namespace
+) -> list[tuple[Run, Path]]:
+    """Two runs at once, each from scratch with its whole tree on a core of its own (the
+    first on core 0; the caller swaps them every round): both see the same moments of the
+    machine, so its drift (the same build cost 120 to 170 CPU-s within an hour, run after
+    run) falls on both alike. The foreign load is what neither tree nor this process used,
+    over the longer run's wall."""
+    dirty = ready(pair[0][1], args)
+    own, busy = _own_cpu(), machine_busy()
+    started = [
+        launch(r, folder, step, rnd, args, fresh=True, cpu=core)
+        for core, (step, r, folder) in enumerate(pair)
+    ]
+    done = []
+    for s in started:
+        s.dirty = dirty
+        done.append(collect(s))
+    busy, own = machine_busy() - busy, _own_cpu() - own
+    wall = max(m.wall_s for m, _ in done)
+    foreign = max(0.0, busy - own - sum(m.cpu_s for m, _ in done)) / wall
+    for m, _ in done:
+        m.foreign_load = round(foreign, 3)
+    return done
 
 
 def dirty_bytes() -> int:
@@ -345,8 +437,13 @@ def one_round(rnd: int, s: Setup, args: argparse.Namespace) -> tuple[list[Run], 
         print(describe(runs[step]), flush=True)
 
     cold = [("cold_off", s.r0_off, off_root), ("cold_on", s.r0, dataset)]
-    for step, r, folder in cold if rnd % 2 == 0 else cold[::-1]:
-        do(step, r, folder, fresh=True)
+    if args.cold == "side-by-side":
+        for m, version in run_side_by_side(cold if rnd % 2 == 0 else cold[::-1], rnd, args):
+            runs[m.step], versions_of[m.step] = m, version
+            print(describe(m), flush=True)
+    else:
+        for step, r, folder in cold if rnd % 2 == 0 else cold[::-1]:
+            do(step, r, folder, fresh=True)
     differences += tally(runs["cold_on"], check(
         versions_of["cold_on"], versions_of["cold_off"], "cold run, cache on / off"))  # fmt: skip
     tok = [("tokenize_only", s.tok_only, tok_root, True), ("tokenizer", s.r1, dataset, False)]
@@ -427,7 +524,7 @@ def describe(r: Run) -> str:
 # --- verdict and report ----------------------------------------------------------------
 
 
-def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
+def verdict(runs: list[Run], s: Setup, hash_s: float, side_by_side: bool) -> list[str]:
     """Medians of the rounds against the issue's targets, as report lines."""
     by: dict[str, list[Run]] = {}
     for r in runs:
@@ -490,15 +587,21 @@ def verdict(runs: list[Run], s: Setup, hash_s: float) -> list[str]:
     cache_disk = med([float(one("cold_on", i).cache_disk_bytes) for i in rounds])
 
     without = "NO: both cold runs ran without the key, i.e. alike"
+    cold_orders = ("off on core 0", "on on core 0") if side_by_side else ("off", "on")
+    how = (
+        "side by side, one core each, cores swapped every round"
+        if side_by_side
+        else "one after the other, the order swapped every round"
+    )
     lines = [
         f"output.cache in the tree: {'yes' if s.has_cache else without}",
         f"cold run: cache on CPU {m('cold_on', 'cpu_s'):.2f} s wall "
         f"{m('cold_on', 'wall_s'):.2f} s; cache off CPU {m('cold_off', 'cpu_s'):.2f} s wall "
         f"{m('cold_off', 'wall_s'):.2f} s",
-        f"cold CPU on / off: {cold_cpu.median:.3f} (median of {len(rounds)} paired rounds; "
+        f"cold CPU on / off ({how}): {cold_cpu.median:.3f} (median of {len(rounds)} paired rounds; "
         f"target <= {TARGETS['cold_cpu']}: {ok(cold_cpu.median <= TARGETS['cold_cpu'])}; "
-        f"{cold_cpu.by_order('off', 'on')}); wall on / off {cold_wall.median:.3f} "
-        f"({cold_wall.by_order('off', 'on')})",
+        f"{cold_cpu.by_order(*cold_orders)}); wall on / off {cold_wall.median:.3f} "
+        f"({cold_wall.by_order(*cold_orders)})",
         f"cache on disk after the cold run: {cache / 1e6:.1f} MB ({cache_disk / 1e6:.1f} MB "
         f"allocated)",
         tok_line,
@@ -563,6 +666,10 @@ def main() -> None:
     parser.add_argument("--tree-label", help="what --tree is, when it is not a git checkout")
     parser.add_argument("--no-write", action="store_true", help="print only")
     parser.add_argument("--only", choices=["tokenizer"], help="measure one step alone")
+    parser.add_argument(
+        "--cold", choices=["side-by-side", "one-after-the-other"], default="side-by-side",
+        help="how the cold pair runs: at once, one core each (the default), or in turn",
+    )  # fmt: skip
     args = parser.parse_args()
     if args.rounds < 2 or args.rounds % 2:
         parser.error("--rounds must be even (and at least 2): each order of a pair runs as often")
@@ -582,7 +689,8 @@ def main() -> None:
         found, diffs = one(rnd, setup, args)
         runs += found
         differences += diffs
-    lines = verdict(runs, setup, hash_seconds(files) if not args.only else 0.0)
+    hashing = hash_seconds(files) if not args.only else 0.0
+    lines = verdict(runs, setup, hashing, args.cold == "side-by-side")
     if differences:
         lines.append(f"BYTE COMPARISON FAILED: {differences} difference(s), see the log")
     else:
