@@ -480,9 +480,17 @@ class Keeper:
         if self.basis is not None and family is not None and not reuse.family_alias:
             assert basis_key is not None  # a family key that leads nowhere now leads here
             self.alias = (family, basis_key)
+        # The map family leads to the entries of every map stage of this chain: those this
+        # pass writes and those it replayed (kept under the same input key, so they hold the
+        # same documents in the same chunks). A pass that replays some stages and computes
+        # the rest (a tokenizer changed) leads its family there too, or the next change of
+        # an earlier decision (a MinHash threshold) would find no family and run pii again.
+        # A pass that replays every stage writes nothing (its chain's alias was written when
+        # its last stage was computed).
         self.map_alias: tuple[str, list[str]] | None = None  # map family, the entries
         map_family = pass_keys.map_family_key()
-        if map_family is not None and not reuse.stages and pass_keys.input is not None:
+        computes = reuse.stages < len(chain)
+        if map_family is not None and computes and pass_keys.input is not None:
             self.map_alias = (map_family, chain)
 
     def begin_chunk(self) -> None:

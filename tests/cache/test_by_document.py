@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import corpus, write_jsonl
-from test_stage_cache import TOKENIZER, assert_same_as_scratch, build, manifest
+from test_stage_cache import TOKENIZER, assert_same_as_scratch, build, caching, manifest
 
 import curate
 from curate.stages.examples import id_hash, key_of
@@ -81,6 +81,47 @@ def test_an_inserted_file_reuses_the_later_stages_document_by_document(
         assert reused > 150 and computed < reused, (computed, reused)
     assert documents_of(second, 5) == (computed, reused)  # one pass: pii, filter, tokenize
     assert_same_as_scratch(tmp_path, recipe(per_reason, size), second)
+
+
+@pytest.mark.parametrize("change", ["inserted file", "threshold"])
+def test_a_pass_that_replayed_some_stages_serves_by_document_next_time(
+    tmp_path: Path, change: str
+) -> None:
+    """A tokenizer change replays pii and the filter and computes tokenize; a decision that
+    changes after it (a file inserted first, a lower MinHash threshold) then takes pii's,
+    the filter's and the new tokenize's work document by document from those entries. The
+    pass that replayed a prefix used to leave its map family unnamed, and the next decision
+    change ran pii on every document again."""
+    docs = documents()
+    for i in range(0, 240, 5):  # near copies a lower threshold also drops
+        docs[i + 1]["text"] = docs[i]["text"] + " and one more clause"
+    write_jsonl(tmp_path / "data" / "b.jsonl", docs[:120])
+    write_jsonl(tmp_path / "data" / "c.jsonl", docs[120:])
+    first = recipe(20)
+    build(tmp_path, first)
+    retokenized = copy.deepcopy(first)
+    retokenized["stages"][5]["tokenize"]["keep_text"] = True
+    replayed = build(tmp_path, retokenized)
+    assert documents_of(replayed, 3) == (None, None)  # pii replayed whole, not by document
+    said = caching(replayed)
+    partitions = said[5]["ran"]
+    assert partitions > 1 and [c["reused"] for c in said[3:6]] == [partitions, partitions, 0]
+    later = copy.deepcopy(retokenized)
+    if change == "inserted file":
+        early = [{"id": f"early{i}", "text": docs[i]["text"]} for i in range(0, 240, 8)]
+        write_jsonl(tmp_path / "data" / "a.jsonl", early)  # read first: the old copies go
+    else:
+        later["stages"][2]["minhash_dedup"]["threshold"] = 0.5
+    third = build(tmp_path, later)
+
+    def seen(version: Path) -> list[int]:
+        return [s[k] for s in manifest(version)["stages"][1:3] for k in ("docs_in", "docs_out")]
+
+    assert seen(third) != seen(replayed)  # the decisions are new
+    computed, reused = documents_of(third, 3)
+    assert reused > 100 and computed < reused, (computed, reused)
+    assert documents_of(third, 5) == (computed, reused)
+    assert_same_as_scratch(tmp_path, later, third)
 
 
 def ids_in_hash_order(n: int) -> list[str]:
