@@ -26,7 +26,13 @@ same priority. Foreign load is the machine's other CPU, cluster idle included fo
 runs (its idle rate is reported). Shards must be byte-identical.
 
     /work/venv/bin/python -m benchmarks.ray_overhead --cases trivial sample --rounds 5
-    /work/venv/bin/python -m benchmarks.ray_overhead --cases full --size 300 --rounds 3
+    /work/venv/bin/python -m benchmarks.ray_overhead --cases full --size 300 --rounds 6 \
+        --side-by-side
+
+`--side-by-side` runs each round's two runs at once, each on a core of its own (the Ray
+driver and every process of the cluster on one, the local run on the other, swapped every
+round; `run_side_by_side`), for the CPU ratio of a CPU-bound case on a machine whose speed
+drifts by more than the ratio's target between one run and the next.
 
 Results: benchmarks/results/ray_overhead-<cases>.{md,json}.
 """
@@ -281,8 +287,11 @@ class Run:
 
 
 def run_one(
-    case: str, kind: str, rnd: int, cluster: Cluster, env: dict[str, str], args: argparse.Namespace
-) -> Run:
+    case: str, kind: str, rnd: int, cluster: Cluster, env: dict[str, str], args: argparse.Namespace,
+    core: int | None = None,
+) -> Run:  # fmt: skip
+    """One `curate run` of the case on this engine; with `core`, the driver's whole tree on
+    that core alone (and the caller has waited for a quiet machine)."""
     folder = WORK / case / kind
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
@@ -295,9 +304,11 @@ def run_one(
     recipe["engine"] = engine
     path = folder / "recipe.yaml"
     path.write_text(json.dumps(recipe))  # JSON is YAML
-    wait_for_quiet(args.max_load, args.patience)
+    if core is None:
+        wait_for_quiet(args.max_load, args.patience)
+    pinned = [] if core is None else ["taskset", "-c", str(core)]
     before, since = cluster.cpu.total(), time.time()
-    m = run_measured([str(CLI), "run", "--quiet", str(path)], folder / "run.log", env=env)
+    m = run_measured([*pinned, str(CLI), "run", "--quiet", str(path)], folder / "run.log", env=env)
     time.sleep(1.0)  # what the cluster does once the driver left (its workers ending)
     used = delta(cluster.cpu.total(), before)
     cluster_s = sum(used.values())
@@ -317,6 +328,67 @@ def run_one(
         decide_s=decide_seconds(manifest),
         shards=shard_sums(manifest),
     )
+
+
+def pin_session(sid: int, cores: set[int]) -> None:
+    """Every thread of every process in session `sid` (the Ray head's daemons and workers)
+    on `cores`; the processes and threads they start later inherit it."""
+    for pid in psutil.pids():
+        with contextlib.suppress(OSError):
+            if os.getsid(pid) != sid:
+                continue
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with contextlib.suppress(OSError):
+                    os.sched_setaffinity(int(task), cores)
+
+
+def run_side_by_side(
+    case: str, rnd: int, cluster: Cluster, env: dict[str, str], args: argparse.Namespace
+) -> list[Run]:
+    """The local and the Ray run of a round at once, each on a core of its own (the Ray
+    driver, and the cluster's every process with it, on one; the local run's tree on the
+    other), the cores swapped every round: both see the same moments of a machine whose
+    speed drifts by 15% within minutes, so a ratio of a few percent is not lost in it.
+    Each run meets the other's load (its CPU-seconds rise alike on both sides) and has one
+    core: the walls and fixed costs are not those of a run alone; the CPU ratio is what
+    this is for. Foreign load: what neither run, the cluster nor this process used."""
+    ray_core = rnd % 2
+    pin_session(cluster.process.pid, {ray_core})
+    wait_for_quiet(args.max_load, args.patience)
+    busy, own = machine_busy(), os.times()
+    done: dict[str, Run] = {}
+    failed: list[BaseException] = []
+
+    def one(kind: str, core: int) -> None:
+        try:
+            done[kind] = run_one(case, kind, rnd, cluster, env, args, core=core)
+        except BaseException as exc:  # re-raised by the caller's thread
+            failed.append(exc)
+
+    threads = [
+        threading.Thread(target=one, args=("ray", ray_core)),
+        threading.Thread(target=one, args=("local", 1 - ray_core)),
+    ]
+    for t in threads if rnd % 2 == 0 else threads[::-1]:
+        t.start()
+    for t in threads:
+        t.join()
+    pin_session(cluster.process.pid, set(range(os.cpu_count() or 1)))
+    if failed:
+        raise failed[0]
+    after = os.times()
+    ours = (after.user + after.system) - (own.user + own.system)
+    used = sum(r.cpu_s for r in done.values())
+    wall = max(r.wall_s for r in done.values())
+    foreign = max(0.0, machine_busy() - busy - ours - used) / wall
+    for r in done.values():
+        r.foreign_load = round(foreign, 3)
+    return [done["local"], done["ray"]]
+
+
+def machine_busy() -> float:
+    times = psutil.cpu_times()
+    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
 # -- report -------------------------------------------------------------------------------
@@ -396,11 +468,18 @@ def case_report(case: str, runs: list[Run]) -> list[str]:
 
 def report(runs: list[Run], idle: dict[str, float], args: argparse.Namespace) -> str:
     command = " ".join(["/work/venv/bin/python -m benchmarks.ray_overhead", *sys.argv[1:]])
+    how = (
+        "each round's two runs side by side, one core each (the Ray driver and the whole "
+        "cluster on one), the cores swapped every round: walls and fixed costs are not a "
+        "lone run's, CPU ratios are what this measures"
+        if args.side_by_side
+        else "order alternating"
+    )
     lines = [
         "# Ray engine overhead, cluster up (generated by benchmarks/ray_overhead.py)",
         "",
         f"{args.workers} workers on each engine; one Ray cluster ({args.workers} CPUs, no "
-        f"dashboard) for all rounds; {args.rounds} rounds, order alternating. "
+        f"dashboard) for all rounds; {args.rounds} rounds, {how}. "
         f"Machine: {os.cpu_count()} cores, shared. The idle cluster used "
         f"{sum(idle.values()):.3f} cores ("
         + ", ".join(f"{k} {v:.3f}" for k, v in sorted(idle.items()) if v > 0.0005)
@@ -444,6 +523,10 @@ def main() -> None:
     parser.add_argument("--patience", type=float, default=20.0)
     parser.add_argument("--tree", type=Path, default=REPO, help="the curate tree under test")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--side-by-side", action="store_true",
+        help="run each round's local and Ray runs at once, one core each (for CPU ratios)",
+    )  # fmt: skip
     args = parser.parse_args()
     out = args.out or HERE / "results" / f"ray_overhead-{'-'.join(args.cases)}.md"
     WORK.mkdir(parents=True, exist_ok=True)
@@ -459,14 +542,17 @@ def main() -> None:
         for rnd in range(args.rounds):
             for case in args.cases:
                 order = ["local", "ray"] if rnd % 2 == 0 else ["ray", "local"]
-                for kind in order:
-                    try:
-                        run = run_one(case, kind, rnd, cluster, env, args)
-                    except RunFailed as exc:
-                        raise SystemExit(str(exc)) from None
+                try:
+                    if args.side_by_side:
+                        found = run_side_by_side(case, rnd, cluster, env, args)
+                    else:
+                        found = [run_one(case, kind, rnd, cluster, env, args) for kind in order]
+                except RunFailed as exc:
+                    raise SystemExit(str(exc)) from None
+                for run in found:
                     runs.append(run)
                     print(
-                        f"round {rnd} {case} {kind}: wall {run.wall_s:.2f} s, CPU "
+                        f"round {rnd} {case} {run.engine}: wall {run.wall_s:.2f} s, CPU "
                         f"{run.driver_cpu_s:.2f} + cluster {run.cluster_cpu_s:.2f} s "
                         f"({run.workers} workers started), "
                         f"passes {run.passes()}, decide {run.decide_s}, "
