@@ -97,7 +97,7 @@ def run_measured(
     wrapped = [sys.executable, "-m", "benchmarks.reaper", str(result), "--", *command]
     cwd = Path(__file__).resolve().parent.parent
     stdout_path = log.with_suffix(".stdout")
-    busy_before, own_before = _machine_busy(), _own_cpu()
+    busy_before, own_before = machine_busy(), own_cpu()
     with open(stdout_path, "wb") as out, open(log, "wb") as err:
         proc = subprocess.Popen(
             wrapped,
@@ -113,7 +113,7 @@ def run_measured(
         proc.wait()
         sampler.stop.set()
         sampler.join()
-    busy, own = _machine_busy() - busy_before, _own_cpu() - own_before
+    busy, own = machine_busy() - busy_before, own_cpu() - own_before
     if proc.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         raise RunFailed(f"{' '.join(command)} exited {proc.returncode}; {log}:\n{tail}")
@@ -149,9 +149,9 @@ def wait_for_quiet(max_load: float, patience_s: float) -> float:
     """
     deadline = time.monotonic() + patience_s
     while True:
-        before = _machine_busy()
+        before = machine_busy()
         time.sleep(1.0)
-        load = _machine_busy() - before
+        load = machine_busy() - before
         if load <= max_load or time.monotonic() > deadline:
             return load
         time.sleep(2.0)
@@ -164,12 +164,12 @@ def _renice(nice: int) -> None:
         os.nice(nice)
 
 
-def _machine_busy() -> float:
+def machine_busy() -> float:
     times = psutil.cpu_times()
     return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
-def _own_cpu() -> float:
+def own_cpu() -> float:
     times = os.times()
     return times.user + times.system
 

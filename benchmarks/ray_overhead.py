@@ -59,7 +59,15 @@ from typing import Any
 import psutil
 import yaml
 
-from benchmarks.measure import RunFailed, decide_seconds, run_measured, shard_sums, wait_for_quiet
+from benchmarks.measure import (
+    RunFailed,
+    decide_seconds,
+    machine_busy,
+    own_cpu,
+    run_measured,
+    shard_sums,
+    wait_for_quiet,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -355,7 +363,7 @@ def run_side_by_side(
     ray_core = rnd % 2
     pin_session(cluster.process.pid, {ray_core})
     wait_for_quiet(args.max_load, args.patience)
-    busy, own = machine_busy(), os.times()
+    busy, own = machine_busy(), own_cpu()
     done: dict[str, Run] = {}
     failed: list[BaseException] = []
 
@@ -376,19 +384,13 @@ def run_side_by_side(
     pin_session(cluster.process.pid, set(range(os.cpu_count() or 1)))
     if failed:
         raise failed[0]
-    after = os.times()
-    ours = (after.user + after.system) - (own.user + own.system)
+    ours = own_cpu() - own
     used = sum(r.cpu_s for r in done.values())
     wall = max(r.wall_s for r in done.values())
     foreign = max(0.0, machine_busy() - busy - ours - used) / wall
     for r in done.values():
         r.foreign_load = round(foreign, 3)
     return [done["local"], done["ray"]]
-
-
-def machine_busy() -> float:
-    times = psutil.cpu_times()
-    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
 
 
 # -- report -------------------------------------------------------------------------------

@@ -194,10 +194,11 @@ class Started:
 
 def launch(
     r: dict[str, Any], folder: Path, step: str, rnd: int, args: argparse.Namespace,
-    fresh: bool, cpu: int | None = None,
+    fresh: bool, dirty: int, cpu: int | None = None,
 ) -> Started:  # fmt: skip
     """Start one `curate run` of r in folder (emptied first when fresh) under the reaper,
-    its whole process tree on core `cpu` when given (children inherit the affinity)."""
+    its whole process tree on core `cpu` when given (children inherit the affinity);
+    `dirty`: the dirty bytes `ready` left, recorded with the run."""
     if fresh:
         shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True, exist_ok=True)
@@ -222,7 +223,7 @@ def launch(
              str(path)],
             env=pinned_env(args.tree), cwd="/", stdout=out, stderr=err, **popen,
         )  # fmt: skip
-    return Started(proc, step, rnd, folder, dataset, set(versions(dataset)), 0)
+    return Started(proc, step, rnd, folder, dataset, set(versions(dataset)), dirty)
 
 
 def collect(started: Started) -> tuple[Run, Path]:
@@ -280,9 +281,7 @@ def run(
     the measurement and the folder of the version it returned."""
     dirty = ready(r, args)
     own, busy = _own_cpu(), machine_busy()
-    started = launch(r, folder, step, rnd, args, fresh)
-    started.dirty = dirty
-    measured, version = collect(started)
+    measured, version = collect(launch(r, folder, step, rnd, args, fresh, dirty))
     busy, own = machine_busy() - busy, _own_cpu() - own
     foreign = max(0.0, busy - own - measured.cpu_s) / measured.wall_s
     measured.foreign_load = round(foreign, 3)
@@ -300,13 +299,10 @@ def run_side_by_side(
     dirty = ready(pair[0][1], args)
     own, busy = _own_cpu(), machine_busy()
     started = [
-        launch(r, folder, step, rnd, args, fresh=True, cpu=core)
+        launch(r, folder, step, rnd, args, fresh=True, dirty=dirty, cpu=core)
         for core, (step, r, folder) in enumerate(pair)
     ]
-    done = []
-    for s in started:
-        s.dirty = dirty
-        done.append(collect(s))
+    done = [collect(s) for s in started]
     busy, own = machine_busy() - busy, _own_cpu() - own
     wall = max(m.wall_s for m, _ in done)
     foreign = max(0.0, busy - own - sum(m.cpu_s for m, _ in done)) / wall

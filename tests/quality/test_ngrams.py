@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
+import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -89,7 +90,7 @@ def test_numpy_memory_per_word_stays_small() -> None:
     from curate.quality.params import GopherRepetitionParams
 
     text = " ".join(VOCAB[(i * 7 + i // 5) % len(VOCAB)] + str(i % 97) for i in range(400_000))
-    batch = DocBatch(__import__("pyarrow").array([text, "a short one", text[:1000]]))
+    batch = DocBatch(pa.array([text, "a short one", text[:1000]]))
     words = len(batch.words.values)
     params = GopherRepetitionParams(dup_para_frac=None, dup_para_char_frac=None,
                                     dup_line_frac=None, dup_line_char_frac=None)  # fmt: skip
