@@ -59,6 +59,7 @@ from typing import Any
 import psutil
 import yaml
 
+from benchmarks import pass_clock
 from benchmarks.measure import (
     RunFailed,
     decide_seconds,
@@ -284,6 +285,10 @@ class Run:
     workers: int = 0  # Ray worker processes the run started (each boots Python and Ray)
     timings: dict[str, float] = field(default_factory=dict)
     decide_s: dict[str, float] = field(default_factory=dict)
+    # side by side: CPU-s its core was busy during each pass (every process of the run,
+    # the cluster's daemons with the Ray run), from `CoreCpu` and `benchmarks.pass_clock`
+    pass_cpu: dict[str, float] = field(default_factory=dict)
+    passes_at: dict[str, tuple[float, float]] = field(default_factory=dict)
     shards: list[tuple[str, str]] = field(default_factory=list)
 
     @property
@@ -315,8 +320,12 @@ def run_one(
     if core is None:
         wait_for_quiet(args.max_load, args.patience)
     pinned = [] if core is None else ["taskset", "-c", str(core)]
+    clock = folder / "passes.jsonl"
+    # side by side, each pass's moments, to split its core's CPU by pass
+    timed = [sys.executable, "-m", "benchmarks.pass_clock", str(clock)]
+    cli = [str(CLI)] if core is None else timed
     before, since = cluster.cpu.total(), time.time()
-    m = run_measured([*pinned, str(CLI), "run", "--quiet", str(path)], folder / "run.log", env=env)
+    m = run_measured([*pinned, *cli, "run", "--quiet", str(path)], folder / "run.log", env=env)
     time.sleep(1.0)  # what the cluster does once the driver left (its workers ending)
     used = delta(cluster.cpu.total(), before)
     cluster_s = sum(used.values())
@@ -335,7 +344,47 @@ def run_one(
         timings=manifest["timings"],
         decide_s=decide_seconds(manifest),
         shards=shard_sums(manifest),
+        passes_at=pass_clock.read(clock),
     )
+
+
+class CoreCpu(threading.Thread):
+    """Each core's busy CPU-seconds over time, from /proc/stat's per-core lines, sampled
+    every 50 ms; side by side, a run alone on its core is that core's busy time."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.halt = threading.Event()
+        self.samples: list[tuple[float, list[float]]] = []
+        self.tick = os.sysconf("SC_CLK_TCK")
+
+    def read(self) -> tuple[float, list[float]]:
+        busy = []
+        for line in Path("/proc/stat").read_text().splitlines()[1:]:
+            if not line.startswith("cpu"):
+                break
+            f = [int(x) for x in line.split()[1:9]]
+            busy.append((f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / self.tick)
+        return time.time(), busy
+
+    def run(self) -> None:
+        self.samples.append(self.read())
+        while not self.halt.wait(0.05):
+            self.samples.append(self.read())
+        self.samples.append(self.read())
+
+    def at(self, core: int, t: float) -> float:
+        """Core's busy seconds at time t, interpolated between the samples around it."""
+        s = self.samples
+        i = next((i for i, (ts, _) in enumerate(s) if ts >= t), len(s) - 1)
+        if i == 0:
+            return s[0][1][core]
+        (t0, b0), (t1, b1) = s[i - 1], s[i]
+        w = 0.0 if t1 <= t0 else min(1.0, max(0.0, (t - t0) / (t1 - t0)))
+        return b0[core] + w * (b1[core] - b0[core])
+
+    def between(self, core: int, start: float, end: float) -> float:
+        return round(self.at(core, end) - self.at(core, start), 3)
 
 
 def pin_session(sid: int, cores: set[int]) -> None:
@@ -364,6 +413,8 @@ def run_side_by_side(
     pin_session(cluster.process.pid, {ray_core})
     wait_for_quiet(args.max_load, args.patience)
     busy, own = machine_busy(), own_cpu()
+    cores = CoreCpu()
+    cores.start()
     done: dict[str, Run] = {}
     failed: list[BaseException] = []
 
@@ -381,9 +432,14 @@ def run_side_by_side(
         t.start()
     for t in threads:
         t.join()
+    cores.halt.set()
+    cores.join()
     pin_session(cluster.process.pid, set(range(os.cpu_count() or 1)))
     if failed:
         raise failed[0]
+    for kind, core in (("ray", ray_core), ("local", 1 - ray_core)):
+        run = done[kind]
+        run.pass_cpu = {k: cores.between(core, a, b) for k, (a, b) in run.passes_at.items()}
     ours = own_cpu() - own
     used = sum(r.cpu_s for r in done.values())
     wall = max(r.wall_s for r in done.values())
@@ -444,6 +500,9 @@ def case_report(case: str, runs: list[Run]) -> list[str]:
     row("CPU s, all", lambda r: r.cpu_s)
     row("foreign load (cores)", lambda r: r.foreign_load)
     row("worker processes started", lambda r: float(r.workers), ".1f")
+    by_pass = sorted(k for k in local0.pass_cpu if all(k in r.pass_cpu for p in pp for r in p))
+    for k in by_pass:
+        row(f"{k} CPU s (its core, daemons counted)", lambda r, k=k: r.pass_cpu[k])
     ratio_cpu = med([b.cpu_s / a.cpu_s for a, b in pp])
     ratio_wall = med([b.wall_s / a.wall_s for a, b in pp])
     ratio_engine = med([b.timings["engine"] / a.timings["engine"] for a, b in pp])
@@ -460,6 +519,25 @@ def case_report(case: str, runs: list[Run]) -> list[str]:
         f"Ray / local (median of paired ratios): CPU (daemons counted) **{ratio_cpu:.3f}x**, "
         f"wall {ratio_wall:.3f}x, engine time {ratio_engine:.3f}x.",
         "",
+    ]
+    if by_pass:
+
+        def pass_ratio(keys: list[str]) -> str:
+            ratios = [
+                sum(b.pass_cpu[k] for k in keys) / sum(a.pass_cpu[k] for k in keys) for a, b in pp
+            ]
+            spread = ", ".join(f"{x:.3f}" for x in ratios)
+            return f"**{med(ratios):.3f}x** ({spread})"
+
+        lines += [
+            "Per pass, Ray / local CPU on the run's own core, Ray's daemons counted (median of "
+            "paired ratios; the pairs): "
+            + "; ".join(f"{k} {pass_ratio([k])}" for k in by_pass)
+            + f"; all passes {pass_ratio(by_pass)}. A pass's CPU starts when the driver "
+            "starts it; pass_0 holds each Ray worker's start-up and set-up.",
+            "",
+        ]
+    lines += [
         "Cluster CPU by process role, Ray runs (median s): "
         + ", ".join(f"{k} {med(v):.2f}" for k, v in sorted(roles.items(), key=by_median)),
         "",
