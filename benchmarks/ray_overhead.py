@@ -285,8 +285,8 @@ class Run:
     workers: int = 0  # Ray worker processes the run started (each boots Python and Ray)
     timings: dict[str, float] = field(default_factory=dict)
     decide_s: dict[str, float] = field(default_factory=dict)
-    # side by side: CPU-s its core was busy during each pass (every process of the run,
-    # the cluster's daemons with the Ray run), from `CoreCpu` and `benchmarks.pass_clock`
+    # side by side: CPU-s of its processes during each pass (the cluster's daemons and
+    # workers with the Ray run's), from `RunCpu` and `benchmarks.pass_clock`
     pass_cpu: dict[str, float] = field(default_factory=dict)
     passes_at: dict[str, tuple[float, float]] = field(default_factory=dict)
     shards: list[tuple[str, str]] = field(default_factory=list)
@@ -348,43 +348,67 @@ def run_one(
     )
 
 
-class CoreCpu(threading.Thread):
-    """Each core's busy CPU-seconds over time, from /proc/stat's per-core lines, sampled
-    every 50 ms; side by side, a run alone on its core is that core's busy time."""
+class RunCpu(threading.Thread):
+    """Each side's CPU-seconds over time, by process, sampled every 100 ms: the local run
+    (every process whose command line names its recipe: the driver and the workers it
+    forked) and the Ray run (the same for its driver, and every process of the cluster's
+    session: daemons and workers). A process that exits keeps the last CPU seen. What a
+    side used between two moments is what its processes used, wherever they ran (a
+    core's busy time would also hold whatever else the scheduler put there)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sid: int, recipes: dict[str, str]) -> None:
         super().__init__(daemon=True)
+        self.sid = sid
+        self.recipes = recipes  # side -> a recipe path its drivers' command lines hold
         self.halt = threading.Event()
-        self.samples: list[tuple[float, list[float]]] = []
-        self.tick = os.sysconf("SC_CLK_TCK")
+        self.side: dict[tuple[int, float], str | None] = {}  # (pid, start) -> side
+        self.cpu: dict[tuple[int, float], float] = {}
+        self.series: dict[str, list[tuple[float, float]]] = {k: [] for k in recipes}
 
-    def read(self) -> tuple[float, list[float]]:
-        busy = []
-        for line in Path("/proc/stat").read_text().splitlines()[1:]:
-            if not line.startswith("cpu"):
-                break
-            f = [int(x) for x in line.split()[1:9]]
-            busy.append((f[0] + f[1] + f[2] + f[5] + f[6] + f[7]) / self.tick)
-        return time.time(), busy
+    def _side(self, proc: psutil.Process) -> str | None:
+        if os.getsid(proc.pid) == self.sid:
+            return "ray"
+        line = " ".join(proc.cmdline())
+        if "benchmarks.reaper" in line:
+            return None
+        return next((side for side, path in self.recipes.items() if path in line), None)
+
+    def sample(self) -> None:
+        for proc in psutil.process_iter():
+            try:
+                key = (proc.pid, proc.create_time())
+                if key not in self.side:
+                    self.side[key] = self._side(proc)
+                if self.side[key] is None:
+                    continue
+                t = proc.cpu_times()
+                self.cpu[key] = t.user + t.system  # own only: reaped children were seen
+            except (psutil.Error, OSError):
+                continue
+        now = time.time()
+        totals = dict.fromkeys(self.series, 0.0)
+        for key, cpu in self.cpu.items():
+            totals[self.side[key] or ""] = totals.get(self.side[key] or "", 0.0) + cpu
+        for side, series in self.series.items():
+            series.append((now, totals[side]))
 
     def run(self) -> None:
-        self.samples.append(self.read())
-        while not self.halt.wait(0.05):
-            self.samples.append(self.read())
-        self.samples.append(self.read())
+        self.sample()
+        while not self.halt.wait(SAMPLE_SECONDS):
+            self.sample()
+        self.sample()
 
-    def at(self, core: int, t: float) -> float:
-        """Core's busy seconds at time t, interpolated between the samples around it."""
-        s = self.samples
+    def at(self, side: str, t: float) -> float:
+        s = self.series[side]
         i = next((i for i, (ts, _) in enumerate(s) if ts >= t), len(s) - 1)
         if i == 0:
-            return s[0][1][core]
-        (t0, b0), (t1, b1) = s[i - 1], s[i]
+            return s[0][1]
+        (t0, c0), (t1, c1) = s[i - 1], s[i]
         w = 0.0 if t1 <= t0 else min(1.0, max(0.0, (t - t0) / (t1 - t0)))
-        return b0[core] + w * (b1[core] - b0[core])
+        return c0 + w * (c1 - c0)
 
-    def between(self, core: int, start: float, end: float) -> float:
-        return round(self.at(core, end) - self.at(core, start), 3)
+    def between(self, side: str, start: float, end: float) -> float:
+        return round(self.at(side, end) - self.at(side, start), 3)
 
 
 def pin_session(sid: int, cores: set[int]) -> None:
@@ -413,8 +437,9 @@ def run_side_by_side(
     pin_session(cluster.process.pid, {ray_core})
     wait_for_quiet(args.max_load, args.patience)
     busy, own = machine_busy(), own_cpu()
-    cores = CoreCpu()
-    cores.start()
+    recipes = {kind: str(WORK / case / kind / "recipe.yaml") for kind in ("local", "ray")}
+    sides = RunCpu(cluster.process.pid, recipes)
+    sides.start()
     done: dict[str, Run] = {}
     failed: list[BaseException] = []
 
@@ -432,14 +457,13 @@ def run_side_by_side(
         t.start()
     for t in threads:
         t.join()
-    cores.halt.set()
-    cores.join()
+    sides.halt.set()
+    sides.join()
     pin_session(cluster.process.pid, set(range(os.cpu_count() or 1)))
     if failed:
         raise failed[0]
-    for kind, core in (("ray", ray_core), ("local", 1 - ray_core)):
-        run = done[kind]
-        run.pass_cpu = {k: cores.between(core, a, b) for k, (a, b) in run.passes_at.items()}
+    for kind, run in done.items():
+        run.pass_cpu = {k: sides.between(kind, a, b) for k, (a, b) in run.passes_at.items()}
     ours = own_cpu() - own
     used = sum(r.cpu_s for r in done.values())
     wall = max(r.wall_s for r in done.values())
@@ -502,7 +526,7 @@ def case_report(case: str, runs: list[Run]) -> list[str]:
     row("worker processes started", lambda r: float(r.workers), ".1f")
     by_pass = sorted(k for k in local0.pass_cpu if all(k in r.pass_cpu for p in pp for r in p))
     for k in by_pass:
-        row(f"{k} CPU s (its core, daemons counted)", lambda r, k=k: r.pass_cpu[k])
+        row(f"{k} CPU s (its processes, daemons counted)", lambda r, k=k: r.pass_cpu[k])
     ratio_cpu = med([b.cpu_s / a.cpu_s for a, b in pp])
     ratio_wall = med([b.wall_s / a.wall_s for a, b in pp])
     ratio_engine = med([b.timings["engine"] / a.timings["engine"] for a, b in pp])
@@ -530,7 +554,7 @@ def case_report(case: str, runs: list[Run]) -> list[str]:
             return f"**{med(ratios):.3f}x** ({spread})"
 
         lines += [
-            "Per pass, Ray / local CPU on the run's own core, Ray's daemons counted (median of "
+            "Per pass, Ray / local CPU of the run's processes, Ray's daemons counted (median of "
             "paired ratios; the pairs): "
             + "; ".join(f"{k} {pass_ratio([k])}" for k in by_pass)
             + f"; all passes {pass_ratio(by_pass)}. A pass's CPU starts when the driver "
