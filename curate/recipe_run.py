@@ -171,12 +171,17 @@ CODE_IMPORTS = (".cache", "code-imports.json")
 
 
 def remember_code_imports(store: Store) -> None:
-    """Load what earlier builds' code hashes parsed; none through a link or from a file
-    that cannot be read (the hashes are then parsed, as on a first run)."""
+    """Say where earlier builds' code hashes kept what they parsed, read when a hash needs
+    it; nothing through a link or from a file that cannot be read (the hashes are then
+    parsed, as on a first run)."""
     from curate.cache import code
 
-    with contextlib.suppress(CurateError):
-        code.remember_imports(store.read_own(*CODE_IMPORTS))
+    def read() -> str | None:
+        with contextlib.suppress(CurateError):
+            return store.read_own(*CODE_IMPORTS)
+        return None
+
+    code.remember_imports_from(str(store.path), read)
 
 
 def keep_code_imports(store: Store) -> None:

@@ -330,3 +330,50 @@ def test_a_build_keeps_the_imports_its_hashes_found_and_an_up_to_date_run_parses
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == "v1"
     assert memo.stat().st_mtime_ns == before  # an up-to-date run writes nothing
+
+
+def test_a_process_that_prepares_again_and_again_reads_the_memo_once(tmp_path: Path) -> None:
+    """A trainer's or a notebook's process calls `prepare()` before every launch. The code
+    hashes are computed once per process, so only the first call needs what earlier runs
+    parsed; reading and checking the memo on every call cost each up-to-date `prepare()`
+    half a millisecond (issue 25 pt 4)."""
+    project = tmp_path / "project"
+    recipe = _small_project(project)
+    subprocess.run([sys.executable, "-c", _RUN, "run", "--quiet", str(recipe)],
+                   cwd=project, check=True, capture_output=True)  # fmt: skip
+    script = (
+        "import json, sys\nimport curate\nfrom curate.cache import code\n"
+        "reads = []\nremember = code.remember_imports\n"
+        "code.remember_imports = lambda text: (reads.append(text is not None), remember(text))\n"
+        "calls = []\n"
+        "for _ in range(3):\n"
+        "    before = len(reads)\n"
+        "    assert curate.prepare(sys.argv[1]).up_to_date\n"
+        "    calls.append(len(reads) - before)\n"
+        "print(json.dumps(calls))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(recipe)], cwd=project,
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == [1, 0, 0]
+
+
+def test_a_memo_not_read_yet_is_kept_by_the_next_build(tmp_path: Path) -> None:
+    """A process whose hashes never needed the dataset's memo (computed before it was
+    named) still keeps the memo's other entries when a build saves it again: they serve
+    other recipes of the same folder."""
+    script = (
+        "import json\nfrom curate.cache import code\n"
+        "from curate.stages.registry import resolve\n"
+        "code.code_hash(resolve('normalize'))\n"
+        "body = {'f' * 40: ['curate.other']}\n"
+        "text = json.dumps({'format': code._memo_format(), 'sha256': code._body_sum(body), "
+        "'imports': body})\n"
+        "code.remember_imports_from('elsewhere', lambda: text)\n"
+        "kept = json.loads(code.imports_to_keep())['imports']\n"
+        "print(json.dumps(['f' * 40 in kept, len(kept) > 1]))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[2])  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert json.loads(out.stdout) == [True, True]
