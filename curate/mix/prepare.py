@@ -29,12 +29,25 @@ def load(mixture: Mixture | str | os.PathLike[str]) -> Mixture:
 
 
 def is_mixture_file(path: str | os.PathLike[str]) -> bool:
-    """Whether a YAML file is a mixture (it lists `sources:` and a `budget:`), not a recipe."""
+    """Whether a YAML file is a mixture (it lists `sources:` and a `budget:`), not a recipe.
+
+    Asked on every `prepare()`, before the recipe is loaded (and parsed again, with lines
+    for its errors): a file that does not even hold both words is no mixture, and one
+    that does is parsed with libyaml's parser when PyYAML has it. Parsing a recipe in pure
+    Python here was a quarter of an up-to-date `prepare()` (3 of 12 ms on 1,000 shards).
+    """
     import yaml
 
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    if "sources" not in text or "budget" not in text:
+        return False
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        data = yaml.load(text, Loader=loader)  # a safe loader, C or Python
+    except (yaml.YAMLError, RecursionError):
         return False
     return isinstance(data, dict) and "sources" in data and "budget" in data
 

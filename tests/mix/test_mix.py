@@ -16,7 +16,7 @@ from mix_fixtures import mixture_file, source_recipe
 
 import curate
 from curate.errors import CurateError
-from curate.mix.prepare import prepare
+from curate.mix.prepare import is_mixture_file, prepare
 from curate.mix.schedule import interleave, prefix_deviation
 from curate.mix.spec import Mixture
 from curate.output.shards import read_stream
@@ -294,3 +294,22 @@ def yaml_of(path: Path) -> dict[str, object]:
     data = yaml.safe_load(path.read_text())
     assert isinstance(data, dict)
     return data
+
+
+def test_a_mixture_file_is_told_from_a_recipe_in_any_yaml_spelling(tmp_path: Path) -> None:
+    """`curate.prepare(path)` asks first whether the file is a mixture; a recipe that holds
+    neither word is not parsed for it, and one that holds both (a comment, the cache's
+    budget) is parsed and is still a recipe."""
+    cases = {
+        "name: r\ninputs: [a.jsonl]\n": False,
+        "# sources of the data\nname: r\ncache: {budget: 10GB}\n": False,
+        "sources: [{dataset: a}]\nbudget: {tokens: 10}\n": True,
+        '{"sources": [{"dataset": "a"}], "budget": {"tokens": 10}}\n': True,
+        "sources: [unclosed\nbudget: 1\n": False,  # invalid YAML: the recipe loader says where
+        "- sources\n- budget\n": False,
+    }
+    for i, (text, want) in enumerate(cases.items()):
+        path = tmp_path / f"{i}.yaml"
+        path.write_text(text)
+        assert is_mixture_file(path) is want, text
+    assert not is_mixture_file(tmp_path / "missing.yaml")
