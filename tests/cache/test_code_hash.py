@@ -312,11 +312,8 @@ def test_a_build_keeps_the_imports_its_hashes_found_and_an_up_to_date_run_parses
 ) -> None:
     """`curate run` saves the memo in the dataset's .cache after a build; the next, up-to-date
     run (what a trainer's `prepare()` costs) hashes every stage without parsing a source."""
-    project = tmp_path / "project"
-    recipe = _small_project(project)
-    subprocess.run([sys.executable, "-c", _RUN, "run", "--quiet", str(recipe)],
-                   cwd=project, check=True, capture_output=True)  # fmt: skip
-    memo = project / "out" / "t" / ".cache" / "code-imports.json"
+    recipe = _built_project(tmp_path)
+    memo = recipe.parent / "out" / "t" / ".cache" / "code-imports.json"
     assert json.loads(memo.read_text())["imports"]
     before = memo.stat().st_mtime_ns
     prepare = (
@@ -325,11 +322,25 @@ def test_a_build_keeps_the_imports_its_hashes_found_and_an_up_to_date_run_parses
         "code._parsed_imports = refuse\n"
         "v = curate.prepare(sys.argv[1])\nprint(v.path.name)\n"
     )
-    out = subprocess.run([sys.executable, "-c", prepare, str(recipe)], cwd=project,
+    assert _python(prepare, recipe).strip() == "v1"
+    assert memo.stat().st_mtime_ns == before  # an up-to-date run writes nothing
+
+
+def _built_project(tmp_path: Path) -> Path:
+    """`_small_project` in tmp_path/project, built once by `curate run`: its recipe."""
+    project = tmp_path / "project"
+    recipe = _small_project(project)
+    subprocess.run([sys.executable, "-c", _RUN, "run", "--quiet", str(recipe)],
+                   cwd=project, check=True, capture_output=True)  # fmt: skip
+    return recipe
+
+
+def _python(script: str, recipe: Path) -> str:
+    """What `script` prints, run in a fresh interpreter with the recipe as its argument."""
+    out = subprocess.run([sys.executable, "-c", script, str(recipe)], cwd=recipe.parent,
                          capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip() == "v1"
-    assert memo.stat().st_mtime_ns == before  # an up-to-date run writes nothing
+    return out.stdout
 
 
 def test_a_process_that_prepares_again_and_again_reads_the_memo_once(tmp_path: Path) -> None:
@@ -337,10 +348,7 @@ def test_a_process_that_prepares_again_and_again_reads_the_memo_once(tmp_path: P
     hashes are computed once per process, so only the first call needs what earlier runs
     parsed; reading and checking the memo on every call cost each up-to-date `prepare()`
     half a millisecond (issue 25 pt 4)."""
-    project = tmp_path / "project"
-    recipe = _small_project(project)
-    subprocess.run([sys.executable, "-c", _RUN, "run", "--quiet", str(recipe)],
-                   cwd=project, check=True, capture_output=True)  # fmt: skip
+    recipe = _built_project(tmp_path)
     script = (
         "import json, sys\nimport curate\nfrom curate.cache import code\n"
         "reads = []\nremember = code.remember_imports\n"
@@ -352,10 +360,7 @@ def test_a_process_that_prepares_again_and_again_reads_the_memo_once(tmp_path: P
         "    calls.append(len(reads) - before)\n"
         "print(json.dumps(calls))\n"
     )
-    out = subprocess.run([sys.executable, "-c", script, str(recipe)], cwd=project,
-                         capture_output=True, text=True)  # fmt: skip
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert json.loads(out.stdout) == [1, 0, 0]
+    assert json.loads(_python(script, recipe)) == [1, 0, 0]
 
 
 def test_a_memo_not_read_yet_is_kept_by_the_next_build(tmp_path: Path) -> None:
