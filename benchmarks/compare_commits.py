@@ -52,6 +52,7 @@ import yaml
 from benchmarks import corpus as corpora
 from benchmarks import noop_prepare
 from benchmarks.contenders import Curate
+from benchmarks.measure import machine_busy
 from benchmarks.trees import CACHE, export, resolve_head, rev_parse
 
 TREES = CACHE / "trees"
@@ -186,7 +187,7 @@ def env_for(side: Side) -> dict[str, str]:
 def measured(side: Side, r: int, command: list[str], folder: Path) -> Round:
     result = folder / "rusage.json"
     log = folder / "stderr.log"
-    busy = _machine_busy()
+    busy = machine_busy()
     with open(log, "wb") as err:
         done = subprocess.run(
             [sys.executable, "-P", str(REAPER), str(result), "--", *command],
@@ -196,7 +197,7 @@ def measured(side: Side, r: int, command: list[str], folder: Path) -> Round:
             stderr=err,
             **niced(NICE),
         )
-    busy = _machine_busy() - busy
+    busy = machine_busy() - busy
     if done.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         raise SystemExit(f"{side.name}: {' '.join(command)} exited {done.returncode}:\n{tail}")
@@ -219,13 +220,6 @@ def niced(nice: int) -> dict:
             os.nice(nice)
 
     return {"start_new_session": True, "preexec_fn": renice} if nice else {}
-
-
-def _machine_busy() -> float:
-    """CPU seconds the machine has been busy (all cores, steal included) since boot."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 # --- no-op prepare -----------------------------------------------------------------
@@ -276,7 +270,7 @@ def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) ->
     rounds = []
     for r in range(args.rounds):
         for side in (base, head) if r % 2 == 0 else (head, base):
-            busy, started = _machine_busy(), time.perf_counter()
+            busy, started = machine_busy(), time.perf_counter()
             done = subprocess.run(
                 [sys.executable, "-P", str(PROBE), str(recipes[side.name]), str(args.calls)],
                 env=env_for(side),
@@ -287,7 +281,7 @@ def noop_rounds(args: argparse.Namespace, base: Side, head: Side, work: Path) ->
             )
             if done.returncode != 0:
                 raise SystemExit(f"{side.name}: the no-op prepare probe failed:\n{done.stderr}")
-            busy, elapsed = _machine_busy() - busy, time.perf_counter() - started
+            busy, elapsed = machine_busy() - busy, time.perf_counter() - started
             timed = json.loads(done.stdout.strip().splitlines()[-1])
             cpu = statistics.median(timed["cpu_ms"])
             wall = statistics.median(timed["wall_ms"])

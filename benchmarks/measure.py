@@ -165,8 +165,11 @@ def _renice(nice: int) -> None:
 
 
 def machine_busy() -> float:
-    times = psutil.cpu_times()
-    return sum(times) - times.idle - getattr(times, "iowait", 0.0)
+    """CPU seconds the whole machine has been busy (all cores, steal included) since boot:
+    /proc/stat's user, nice, system, irq, softirq and steal (guest time is inside user)."""
+    t = psutil.cpu_times()
+    parts = ("user", "nice", "system", "irq", "softirq", "steal")
+    return float(sum(getattr(t, name, 0.0) for name in parts))
 
 
 def own_cpu() -> float:

@@ -44,6 +44,7 @@ from typing import Any
 
 from benchmarks import corpus as corpora
 from benchmarks.compare_commits import niced
+from benchmarks.measure import machine_busy, own_cpu
 from benchmarks.results_file import save_results
 
 HERE = Path(__file__).resolve().parent
@@ -135,14 +136,14 @@ def run_once(
     wait_for_quiet(max_load, patience)
     cli = str(Path(sys.executable).with_name("curate"))
     result = folder / "rusage.json"
-    own, busy = _own_cpu(), machine_busy()
+    own, busy = own_cpu(), machine_busy()
     with open(folder / "stderr.log", "wb") as err:
         done = subprocess.run(
             [sys.executable, "-P", str(HERE / "reaper.py"), str(result), "--", cli, "run",
              "--quiet", str(path)],
             env=pinned_env(tree), cwd="/", stdout=subprocess.DEVNULL, stderr=err, **niced(NICE),
         )  # fmt: skip
-    busy, own = machine_busy() - busy, _own_cpu() - own
+    busy, own = machine_busy() - busy, own_cpu() - own
     if done.returncode != 0:
         tail = (folder / "stderr.log").read_text(errors="replace")[-3000:]
         raise SystemExit(f"curate run {path} exited {done.returncode}:\n{tail}")
@@ -166,18 +167,6 @@ def wait_for_quiet(max_load: float, patience_s: float) -> float:
         if load <= max_load or time.monotonic() > deadline:
             return load
         time.sleep(2.0)
-
-
-def machine_busy() -> float:
-    """CPU seconds the machine has been busy (all cores, steal included) since boot."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def _own_cpu() -> float:
-    times = os.times()
-    return times.user + times.system
 
 
 def measure(corpus_file: Path, workers: int, r: int, args: argparse.Namespace) -> Run:

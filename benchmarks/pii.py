@@ -46,6 +46,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from benchmarks.measure import machine_busy
+
 HERE = Path(__file__).resolve().parent
 WORK = HERE / "work" / "pii"
 RESULTS = HERE / "results"
@@ -61,16 +63,6 @@ MAX_DOC_BYTES = 10**6
 def children_cpu() -> float:
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
     return kids.ru_utime + kids.ru_stime
-
-
-def machine_busy() -> float:
-    """CPU seconds the whole machine has been busy (all cores), from /proc/stat."""
-    try:
-        fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
-    except OSError:
-        return float("nan")
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 def build_corpus(mb: int) -> Path:

@@ -92,9 +92,8 @@ from typing import Any
 from benchmarks import corpus as corpora
 from benchmarks import stage_cache_outputs as outputs
 from benchmarks.compare_commits import niced
+from benchmarks.measure import machine_busy, own_cpu
 from benchmarks.partition_parallelism import (
-    _own_cpu,
-    machine_busy,
     pinned_env,
     prepare,
     pretrain_recipe,
@@ -280,9 +279,9 @@ def run(
     """One `curate run` of r in folder (emptied first when fresh) under the reaper, alone:
     the measurement and the folder of the version it returned."""
     dirty = ready(r, args)
-    own, busy = _own_cpu(), machine_busy()
+    own, busy = own_cpu(), machine_busy()
     measured, version = collect(launch(r, folder, step, rnd, args, fresh, dirty))
-    busy, own = machine_busy() - busy, _own_cpu() - own
+    busy, own = machine_busy() - busy, own_cpu() - own
     foreign = max(0.0, busy - own - measured.cpu_s) / measured.wall_s
     measured.foreign_load = round(foreign, 3)
     return measured, version
@@ -297,13 +296,13 @@ def run_side_by_side(
     run) falls on both alike. The foreign load is what neither tree nor this process used,
     over the longer run's wall."""
     dirty = ready(pair[0][1], args)
-    own, busy = _own_cpu(), machine_busy()
+    own, busy = own_cpu(), machine_busy()
     started = [
         launch(r, folder, step, rnd, args, fresh=True, dirty=dirty, cpu=core)
         for core, (step, r, folder) in enumerate(pair)
     ]
     done = [collect(s) for s in started]
-    busy, own = machine_busy() - busy, _own_cpu() - own
+    busy, own = machine_busy() - busy, own_cpu() - own
     wall = max(m.wall_s for m, _ in done)
     foreign = max(0.0, busy - own - sum(m.cpu_s for m, _ in done)) / wall
     for m, _ in done:
