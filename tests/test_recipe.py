@@ -175,3 +175,43 @@ def test_small_anchors_still_work(tmp_path: Path) -> None:
         ("filter_length", None),
         ("normalize", "NFKC"),
     ]
+
+
+BROKEN = {
+    "unclosed": "name: r\ninputs: [a.jsonl\nstages: [{normalize: {}}]\n",
+    "tab": "name: r\ninputs:\n\t- a.jsonl\n",
+    "two documents": "name: r\n---\nname: s\n",
+    "duplicate key": "name: r\ninputs: [a.jsonl]\nname: s\nstages: [{normalize: {}}]\n",
+    "recursive alias": "name: r\ninputs: [a.jsonl]\nx: &x [*x]\n",
+    "deep": "name: d\ninputs: [a.jsonl]\nx: " + "[" * 5000 + "]" * 5000 + "\n",
+    "unknown field": "name: r\ninputs: [a.jsonl]\nstages: [{normalize: {}}]\nstagez: 1\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_libyaml_and_pure_python_yaml_report_the_same_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    """Recipes are read with libyaml's parser when PyYAML has it (`yaml_lines.LOADER`), else
+    with PyYAML's own: a broken recipe is reported at the same line whichever did the
+    reading (their problem texts may differ in wording), and deep nesting as nested too
+    deeply (libyaml also names its line)."""
+    import yaml
+
+    from curate import yaml_lines
+
+    if not getattr(yaml, "__with_libyaml__", False):
+        pytest.skip("this PyYAML has no libyaml")
+    messages = {}
+    for loader in (yaml.CSafeLoader, yaml.SafeLoader):
+        monkeypatch.setattr(yaml_lines, "LOADER", loader)
+        messages[loader.__name__] = error(tmp_path, BROKEN[case])
+    fast, plain = messages["CSafeLoader"], messages["SafeLoader"]
+    if case == "deep":  # Python's recursion limit has no line; libyaml's bound does
+        assert fast.endswith(".yaml:3: invalid YAML: nested too deeply"), messages
+        assert plain.endswith(".yaml: invalid YAML: nested too deeply"), messages
+        return
+    where = [m.split(": ", 1)[0] for m in (fast, plain)]
+    assert where[0] == where[1], messages
+    if case not in ("unclosed", "tab"):  # the same text beyond YAML's own wording
+        assert fast == plain, messages

@@ -44,9 +44,10 @@ def is_mixture_file(path: str | os.PathLike[str]) -> bool:
         return False
     if "sources" not in text or "budget" not in text:
         return False
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    from curate.yaml_lines import LOADER
+
     try:
-        data = yaml.load(text, Loader=loader)  # a safe loader, C or Python
+        data = yaml.load(text, Loader=LOADER)  # a safe loader, libyaml's when there is one
     except (yaml.YAMLError, RecursionError):
         return False
     return isinstance(data, dict) and "sources" in data and "budget" in data
