@@ -133,7 +133,10 @@ def load_file(path: Path, kind: str) -> tuple[Any, yaml.Node | None]:
         raise CurateError(f"{kind} {path} is a folder; name the {kind}'s .yaml file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CurateError(f"{kind} {path} cannot be read: {exc}") from None
-    loader = LOADER(text)
+    try:
+        loader = LOADER(text)  # PyYAML's own reader checks every character here
+    except yaml.reader.ReaderError as exc:
+        raise _not_allowed(path, text, exc) from None
     try:
         node = loader.get_single_node()
         aliases = alias_problem(node)
@@ -147,6 +150,8 @@ def load_file(path: Path, kind: str) -> tuple[Any, yaml.Node | None]:
         if "maximum nesting depth" in problem:  # libyaml's bound (1000 levels)
             problem = "nested too deeply"
         raise CurateError(f"{path}{line}: invalid YAML: {problem}") from None
+    except yaml.reader.ReaderError as exc:
+        raise _not_allowed(path, text, exc) from None
     except RecursionError:
         raise CurateError(f"{path}: invalid YAML: nested too deeply") from None
     finally:
@@ -157,3 +162,16 @@ def load_file(path: Path, kind: str) -> tuple[Any, yaml.Node | None]:
             "\n".join(f"{path}:{line}: {format_loc(loc)}: duplicate key" for loc, line in dups)
         )
     return data, node
+
+
+def _not_allowed(path: Path, text: str, exc: yaml.reader.ReaderError) -> Exception:
+    """A character YAML does not allow (a control character): its line, from the position
+    the reader gives (it has no mark), rather than a traceback."""
+    from curate.errors import CurateError
+
+    line = text.count("\n", 0, max(0, exc.position)) + 1
+    char = exc.character
+    code = char if isinstance(char, int) else ord(str(char)[:1] or " ")
+    return CurateError(
+        f"{path}:{line}: invalid YAML: character #x{code:04x} is not allowed ({exc.reason})"
+    )
