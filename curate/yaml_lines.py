@@ -165,13 +165,16 @@ def load_file(path: Path, kind: str) -> tuple[Any, yaml.Node | None]:
 
 
 def _not_allowed(path: Path, text: str, exc: yaml.reader.ReaderError) -> Exception:
-    """A character YAML does not allow (a control character): its line, from the position
-    the reader gives (it has no mark), rather than a traceback."""
+    """A character YAML does not allow (a control character) at its line, rather than a
+    traceback. The reader has no mark, and its position counts characters in PyYAML's
+    reader but UTF-8 bytes in libyaml's; the first such character of the text is the one
+    reported (the reader stops at the first), so its line is found from the text itself."""
     from curate.errors import CurateError
 
-    line = text.count("\n", 0, max(0, exc.position)) + 1
     char = exc.character
     code = char if isinstance(char, int) else ord(str(char)[:1] or " ")
+    at = text.find(chr(code))
+    line = text.count("\n", 0, at if at >= 0 else max(0, exc.position)) + 1
     return CurateError(
         f"{path}:{line}: invalid YAML: character #x{code:04x} is not allowed ({exc.reason})"
     )

@@ -186,6 +186,7 @@ BROKEN = {
     "deep": "name: d\ninputs: [a.jsonl]\nx: " + "[" * 5000 + "]" * 5000 + "\n",
     "unknown field": "name: r\ninputs: [a.jsonl]\nstages: [{normalize: {}}]\nstagez: 1\n",
     "control character": "name: r\ninputs: [a.jsonl]\nstages: [{normalize: {}}]\nx: a\x01b\n",
+    "control character after UTF-8": "name: r\n# é ü ß 日本\ninputs: [a.jsonl]\nx: \x01\n",
 }
 
 
@@ -214,7 +215,8 @@ def test_libyaml_and_pure_python_yaml_report_the_same_lines(
         return
     where = [m.split(": ", 1)[0] for m in (fast, plain)]
     assert where[0] == where[1], messages
-    if case == "control character":  # a clear error at its line, not a traceback
+    if case.startswith("control character"):  # a clear error at its line, not a traceback
         assert ".yaml:4: invalid YAML: character #x0001 is not allowed" in fast, messages
-    if case not in ("unclosed", "tab", "control character"):  # YAML's own wording differs
-        assert fast == plain, messages
+    if case in ("unclosed", "tab") or case.startswith("control"):
+        return  # YAML's own wording differs between the parsers
+    assert fast == plain, messages
