@@ -169,14 +169,11 @@ def _plain_worker(corpus: Path, out: Path) -> None:
     out.write_text(json.dumps(texts, ensure_ascii=False))
 
 
-def curate_run(
-    corpus: Path, workers: int, partition_size: str = "2MB"
-) -> tuple[dict[str, str], float, float, dict[str, Any]]:
-    import yaml
-
-    folder = WORK / f"run-{workers}"
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
+def pii_recipe(
+    corpus: Path, folder: Path, workers: int, partition_size: str = "2MB"
+) -> dict[str, Any]:
+    """The benchmark's recipe: a no-op normalize, then the `pii` stage with its defaults,
+    output in `folder`."""
     recipe = {
         "name": "pii-bench",
         "inputs": [str(corpus)],
@@ -192,6 +189,18 @@ def curate_run(
     }  # fmt: skip
     if partition_size == "default":
         del recipe["partition_size"]
+    return recipe
+
+
+def curate_run(
+    corpus: Path, workers: int, partition_size: str = "2MB"
+) -> tuple[dict[str, str], float, float, dict[str, Any]]:
+    import yaml
+
+    folder = WORK / f"run-{workers}"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    recipe = pii_recipe(corpus, folder, workers, partition_size)
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     curate_cli = Path(sys.executable).with_name("curate")
     # the code beside this benchmark; a stage cache of its own, deleted after the round

@@ -40,7 +40,7 @@ from typing import Any
 
 import yaml
 
-from benchmarks.pii import WORK, build_corpus, load
+from benchmarks.pii import WORK, build_corpus, load, pii_recipe
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -107,19 +107,10 @@ def memo_split(corpus: Path) -> dict[str, Any]:
 
 
 def recipe(corpus: Path, folder: Path) -> Path:
+    """benchmarks.pii's recipe with one worker, in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
-    spec = {
-        "name": "pii-split",
-        "inputs": [str(corpus)],
-        "id_field": "id",
-        "stages": [{"normalize": {"form": None, "newlines": False, "remove_control": False,
-                                  "max_newlines": 0, "strip": False}}, {"pii": {}}],
-        "partition_size": "2MB",
-        "output": {"root": str(folder / "out"), "fsync": False, "rejected": True},
-        "engine": {"workers": 1},
-    }  # fmt: skip
     path = folder / "recipe.yaml"
-    path.write_text(yaml.safe_dump(spec))
+    path.write_text(yaml.safe_dump(pii_recipe(corpus, folder, workers=1)))
     return path
 
 

@@ -321,7 +321,7 @@ def run_one(
         wait_for_quiet(args.max_load, args.patience)
     pinned = [] if core is None else ["taskset", "-c", str(core)]
     clock = folder / "passes.jsonl"
-    # side by side, each pass's moments, to split its core's CPU by pass
+    # side by side, each pass's moments, to split each side's CPU by pass (`RunCpu`)
     timed = [sys.executable, "-m", "benchmarks.pass_clock", str(clock)]
     cli = [str(CLI)] if core is None else timed
     before, since = cluster.cpu.total(), time.time()
@@ -362,7 +362,7 @@ class RunCpu(threading.Thread):
         self.recipes = recipes  # side -> a recipe path its drivers' command lines hold
         self.halt = threading.Event()
         self.side: dict[tuple[int, float], str | None] = {}  # (pid, start) -> side
-        self.cpu: dict[tuple[int, float], float] = {}
+        self.cpu: dict[tuple[int, float], tuple[str, float]] = {}  # -> side, CPU-s last seen
         self.series: dict[str, list[tuple[float, float]]] = {k: [] for k in recipes}
 
     def _side(self, proc: psutil.Process) -> str | None:
@@ -379,16 +379,17 @@ class RunCpu(threading.Thread):
                 key = (proc.pid, proc.create_time())
                 if key not in self.side:
                     self.side[key] = self._side(proc)
-                if self.side[key] is None:
+                side = self.side[key]
+                if side is None:
                     continue
                 t = proc.cpu_times()
-                self.cpu[key] = t.user + t.system  # own only: reaped children were seen
+                self.cpu[key] = (side, t.user + t.system)  # own only: reaped children were seen
             except (psutil.Error, OSError):
                 continue
         now = time.time()
         totals = dict.fromkeys(self.series, 0.0)
-        for key, cpu in self.cpu.items():
-            totals[self.side[key] or ""] = totals.get(self.side[key] or "", 0.0) + cpu
+        for side, cpu in self.cpu.values():
+            totals[side] += cpu
         for side, series in self.series.items():
             series.append((now, totals[side]))
 
