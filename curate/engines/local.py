@@ -3,7 +3,8 @@
 With one worker everything runs in this process (easy to debug and profile). Results
 are gathered by partition key, so the output never depends on finishing order.
 A partition whose completion record is already in the staging folder (a previous,
-interrupted run of the same fingerprint) is not run again.
+interrupted run of the same fingerprint) is not run again. Forked workers pass what their
+stages' memos learn to each other between partitions (`memo_exchange`).
 """
 
 from __future__ import annotations
@@ -24,13 +25,19 @@ from curate.collective.frame import Summaries
 from curate.engines.barrier_step import summary_files
 from curate.engines.base import Engine
 from curate.engines.job import Job, ProgressFn
+from curate.engines.memo_exchange import MemoExchange
 from curate.engines.tasks import PassTask, run_pass_task
 from curate.staging.record import PartitionRecord
 
 log = logging.getLogger(__name__)
 
 
-def _worker_init() -> None:
+_EXCHANGE: MemoExchange | None = None  # in a forked worker: the log its stages' memos share
+
+
+def _worker_init(exchange: MemoExchange | None = None) -> None:
+    global _EXCHANGE
+    _EXCHANGE = exchange
     # Ctrl-C reaches the whole foreground process group: the driver alone handles it and
     # terminates the workers, so none prints a traceback or finishes its task first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -42,6 +49,18 @@ def _worker_init() -> None:
 
 def _warm() -> int:
     return 0
+
+
+def _run_task(task: PassTask) -> PartitionRecord:
+    """A partition in a worker, its stages' memos warmed by what the other workers learnt
+    before, and what they learnt told after (`memo_exchange`)."""
+    exchange = _EXCHANGE
+    if exchange is not None:
+        exchange.take_in()
+    record = run_pass_task(task)
+    if exchange is not None:
+        exchange.tell()
+    return record
 
 
 def _fork_is_safe() -> bool:
@@ -71,6 +90,7 @@ class LocalEngine(Engine):
     def __init__(self, workers: int = 1) -> None:
         self.workers = max(1, workers)
         self._pool: Executor | None = None
+        self._exchange: MemoExchange | None = None
 
     def start(self) -> None:
         """Start the workers now, before the driver starts any thread of its own.
@@ -85,8 +105,10 @@ class LocalEngine(Engine):
             return
         _import_pandas_once()
         ctx: BaseContext
+        exchange = None
         if "fork" in multiprocessing.get_all_start_methods() and _fork_is_safe():
             ctx = multiprocessing.get_context("fork")
+            exchange = self._exchange = MemoExchange()  # inherited: never pickled
         else:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["curate.engines.no_sigint", "curate.engines.tasks"])
@@ -101,7 +123,9 @@ class LocalEngine(Engine):
         handler = signal.signal(signal.SIGINT, lambda n, _: held.append(n)) if main else None
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=ctx, initializer=_worker_init)
+            self._pool = ProcessPoolExecutor(
+                self.workers, mp_context=ctx, initializer=_worker_init, initargs=(exchange,)
+            )
             for _ in range(self.workers):  # starts every worker now
                 self._pool.submit(_warm)
         finally:
@@ -138,6 +162,12 @@ class LocalEngine(Engine):
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+        self._close_exchange()
+
+    def _close_exchange(self) -> None:
+        exchange, self._exchange = self._exchange, None
+        if exchange is not None:
+            exchange.close()
 
     def terminate(self) -> None:
         """Stop the workers now, mid-task (Ctrl-C): waiting for the running partitions took
@@ -157,6 +187,7 @@ class LocalEngine(Engine):
                 process.join(timeout=1)
                 if process.is_alive():
                     process.kill()
+        self._close_exchange()
 
     def run_tasks(
         self,
@@ -172,7 +203,7 @@ class LocalEngine(Engine):
                 records[task.partition.key] = run_pass_task(task)
                 progress(phase, len(records), total)
             return
-        pending = {pool.submit(run_pass_task, task) for task in tasks}
+        pending = {pool.submit(_run_task, task) for task in tasks}
         while pending:
             # Timed: a Ctrl-C can reach any thread of the driver (polars and Arrow start
             # their own), and Python's handler runs only once the main thread wakes up.

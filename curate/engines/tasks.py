@@ -98,6 +98,12 @@ def ready(stage: S) -> S:
     return cast(S, cached)
 
 
+def set_up_stages() -> dict[str, Stage]:
+    """The stages this process has set up (`ready`), by the key of their configuration: the
+    same key in every worker of a run for the same stage."""
+    return _READY
+
+
 @dataclass(frozen=True)
 class RunSettings:
     """How every partition of a run is read and written, whatever the pass: the recipe's

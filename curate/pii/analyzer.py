@@ -87,12 +87,14 @@ class Analysis:
         with quiet.building():
             self._build(config, AnalyzerEngine, RecognizerRegistry, NlpEngineProvider)
         self.gates: dict[str, dict[str, list[Callable[[str], bool]] | None]] = {}
+        self.phones: list[Any] = []  # the phone recognizers' shared matchers (`phone.share`)
         if config.fast:
             self._speed_up()
         if "EMAIL_ADDRESS" in config.entities:
             offline.warm()
         if config.fast:
             self.analyze(_WARM_UP)  # results unused: only what the recognizers remember
+            self.learnt()  # every process built so knows these: none to tell
         log.debug("pii: analyzer built in process %d", os.getpid())
 
     def _build(self, config: AnalyzerConfig, engine: Any, registry_cls: Any, provider: Any) -> None:
@@ -143,7 +145,9 @@ class Analysis:
 
         checks_of: dict[str, Callable[[str], bool] | None] = {}
         for rec in self.engine.registry.recognizers:
-            if share(rec) is not None:
+            shared = share(rec)
+            if shared is not None:
+                self.phones.append(shared)
                 checks_of[rec.id] = _has_digit
             else:
                 windowed = window(rec)
@@ -157,6 +161,31 @@ class Analysis:
                 # One recognizer without a known necessary condition: always ask.
                 gates[entity] = checks if len(checks) == len(found) else None
             self.gates[lang] = gates
+
+    def learnt(self) -> dict[int | str, Any] | None:
+        """What the phone recognizers' memos gained since last asked: by recognizer (their
+        order is the registry's, the same in every process built from this configuration),
+        and under "module" what the phone module keeps for all of them."""
+        from curate.pii.phone import MODULE_JOURNAL
+
+        news: dict[int | str, Any] = {
+            i: n for i, phone in enumerate(self.phones) if (n := phone.journal.news())
+        }
+        if self.phones and (module := MODULE_JOURNAL.news()):
+            news["module"] = module
+        return news or None
+
+    def learn(self, learnt: dict[int | str, Any]) -> int:
+        """Take in what another process's `learnt()` told; returns the entries added."""
+        from curate.pii.phone import MODULE_JOURNAL
+
+        added = 0
+        for i, news in learnt.items():
+            if i == "module":
+                added += MODULE_JOURNAL.take(news)
+            elif isinstance(i, int) and 0 <= i < len(self.phones):
+                added += self.phones[i].journal.take(news)
+        return added
 
     def entities_for(self, text: str, language: str) -> list[str]:
         """The entities worth asking for in this text: those some recognizer could find."""

@@ -14,6 +14,10 @@ text that is most of plain Presidio's time. Two facts make most of that work rep
   verdict is reused only when the budget left exceeds what it consumed, and stored only
   when the budget was never exhausted.
 
+Every memo's values depend only on its keys, whoever computed them, so the workers of a
+run pool what they learn (`SharedPhone.journal` and `MODULE_JOURNAL`, passed between the
+local engine's workers by `curate.engines.memo_exchange`).
+
 The matcher's search order and its retry accounting are otherwise its own, so the
 matches are the ones the plain matcher finds. The explanation text Presidio builds for
 each match (a second parse to name the region) is skipped: results carry it only when
@@ -26,7 +30,7 @@ fingerprint, and tests compare this recognizer with Presidio's on varied and fuz
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from typing import Any
 
 import phonenumbers
@@ -47,6 +51,7 @@ from phonenumbers.phonenumberutil import (
 from presidio_analyzer import EntityRecognizer, RecognizerResult
 from presidio_analyzer.predefined_recognizers import PhoneRecognizer
 
+from curate.memo_journal import Journal
 from curate.pii.phone_filter import Part, RegionFilter, digits, part, parts
 
 _MEMO_LIMIT = 1 << 18
@@ -232,6 +237,16 @@ def _nowhere(candidate: str, regions: tuple[str, ...]) -> bool:
     return known
 
 
+def _module_memo(name: Hashable) -> dict[Any, Any]:
+    if name == ("nowhere",):
+        return _NOWHERE
+    raise ValueError(f"no memo named {name!r}")
+
+
+MODULE_JOURNAL = Journal(_module_memo, lambda: [("nowhere",)], _MEMO_LIMIT)
+"""The journal of the memos this module keeps for every recognizer of the process."""
+
+
 class _Scan:
     """The candidates of one text by search position, shared by every region's matcher."""
 
@@ -368,6 +383,27 @@ class SharedPhone:
         self.verdicts: dict[tuple[str, int], dict[Key, Any]] = {}
         self.parts: dict[tuple[str, int], dict[Any, Any]] = {}
         self.silent: dict[int, dict[Key, int]] = {}
+        self.journal = Journal(self._memo, self._memo_names, _MEMO_LIMIT)
+
+    def _memo(self, name: Hashable) -> dict[Any, Any]:
+        """A memo by its journal name: ("verdicts" | "parts", region, leniency) or
+        ("silent", leniency)."""
+        assert isinstance(name, tuple)
+        kind = name[0]
+        if kind == "verdicts":
+            return self.verdicts.setdefault((name[1], name[2]), {})
+        if kind == "parts":
+            return self.parts.setdefault((name[1], name[2]), {})
+        if kind == "silent":
+            return self.silent.setdefault(name[1], {})
+        raise ValueError(f"no memo named {name!r}")
+
+    def _memo_names(self) -> list[Hashable]:
+        return [
+            *(("verdicts", *k) for k in self.verdicts),
+            *(("parts", *k) for k in self.parts),
+            *(("silent", k) for k in self.silent),
+        ]
 
     def __call__(
         self, text: str, entities: list[str], nlp_artifacts: Any = None, **kwargs: Any

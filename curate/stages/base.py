@@ -267,6 +267,18 @@ class Stage(ABC, Generic[P]):
         """Build heavy objects once per worker (a tokenizer, an analyzer). Default: nothing."""
         return None
 
+    def learnt(self) -> Any:
+        """What this stage's memos gained since it last said, for sibling workers running the
+        same stage to take in (`learn`) instead of computing it again: only entries whose
+        values depend on their keys alone, so no output can change (the pii stage's phone
+        verdicts). The local engine passes them between its forked workers
+        (`curate.engines.memo_exchange`). Picklable; None (the default): nothing to tell."""
+        return None
+
+    def learn(self, learnt: Any) -> None:
+        """Take in what the same stage in a sibling worker told (`learnt`). Default: nothing."""
+        return None
+
     def software(self) -> dict[str, str]:
         """Versions of what this stage's output depends on; they enter the fingerprint."""
         return {}

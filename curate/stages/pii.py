@@ -213,6 +213,15 @@ class Pii(MapStage[PiiParams]):
         self._rules = p.rules()
         self._secret = self._key() if self._hashes() else b""
 
+    def learnt(self) -> Any:
+        analysis = getattr(self, "_analysis", None)
+        return analysis.learnt() if analysis is not None else None
+
+    def learn(self, learnt: Any) -> None:
+        analysis = getattr(self, "_analysis", None)
+        if analysis is not None and isinstance(learnt, dict):
+            analysis.learn(learnt)
+
     def _replacement(self, entity: str, value: str) -> str:
         from curate.pii.keys import token
 

@@ -1,0 +1,131 @@
+"""What the local engine's forked workers' stages learnt, passed between them.
+
+A stage's memos (the pii stage's phone verdicts) warm up in each worker on its own, so with
+two workers each computes much of what the other already knows: on the docs corpus the pii
+partitions cost 1.067x the CPU of one worker's, and the verdicts computed grew 14.5%
+(issue 25, `benchmarks/results/pii_split.md`). Here, after each partition a worker appends
+what its stages learnt (`Stage.learnt`) to a log every worker shares, and before each
+partition it takes in what the others appended since it last read (`Stage.learn`).
+
+The log is an anonymous file (memfd, or an unlinked temporary file) made by the driver
+before the fork: no path names it, so only the run's own workers, which inherit its
+descriptor, can read or write it, and nothing is left behind however the run ends. Each
+frame is the payload's length and checksum, then the payload (a pickle of the stages' news
+by their set-up key); a worker appends a frame in one write under a lock, and a reader
+reads only whole frames. A frame that does not check, a payload that does not load, a log
+past its size limit: sharing stops there, and the workers go on as they would without it.
+What a stage takes in can never change an output (`Stage.learnt`), so neither the order in
+which workers read, nor what they miss, changes a byte.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import logging
+import os
+import pickle
+import struct
+import tempfile
+
+import xxhash
+
+from curate.engines.tasks import set_up_stages
+
+log = logging.getLogger(__name__)
+
+HEADER = struct.Struct("<QQ")  # the payload's length, its xxh3_64
+LIMIT = 256 << 20  # bytes: past this, workers keep what they learn to themselves
+_READ = 8 << 20  # bytes read at a time
+
+
+def _anonymous_file() -> int:
+    if hasattr(os, "memfd_create"):
+        with contextlib.suppress(OSError):
+            return os.memfd_create("curate-memos", os.MFD_CLOEXEC)
+    with tempfile.TemporaryFile() as f:  # unlinked at once where the OS allows it
+        return os.dup(f.fileno())
+
+
+class MemoExchange:
+    """The shared log, and where this process has read it to. Made in the driver before the
+    fork; each worker uses its inherited copy (its own read position)."""
+
+    def __init__(self, limit: int = LIMIT) -> None:
+        self.fd = _anonymous_file()
+        self.limit = limit
+        self.read_to = 0
+        self.stopped = False
+        self.taken = 0  # stages' news this process took in from others (tests, logs)
+        self.told = 0  # frames this process appended
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+    def _stop(self, why: str) -> None:
+        self.stopped = True
+        log.debug("memos no longer shared between workers (process %d): %s", os.getpid(), why)
+
+    def tell(self) -> None:
+        """Append what this process's set-up stages learnt since they last told."""
+        if self.stopped:
+            return
+        news = {}
+        for key, stage in list(set_up_stages().items()):
+            learnt = stage.learnt()
+            if learnt is not None:
+                news[key] = learnt
+        if not news:
+            return
+        try:
+            payload = pickle.dumps((os.getpid(), news), protocol=pickle.HIGHEST_PROTOCOL)
+            frame = HEADER.pack(len(payload), xxhash.xxh3_64_intdigest(payload)) + payload
+            fcntl.lockf(self.fd, fcntl.LOCK_EX)
+            try:
+                end = os.lseek(self.fd, 0, os.SEEK_END)
+                if end + len(frame) > self.limit:
+                    self._stop(f"the log reached {self.limit} bytes")
+                    return
+                view = memoryview(frame)
+                while view:
+                    view = view[os.pwrite(self.fd, view, end + len(frame) - len(view)) :]
+            finally:
+                fcntl.lockf(self.fd, fcntl.LOCK_UN)
+            self.told += 1
+        except Exception as exc:  # sharing is an optimisation: never a reason to fail
+            self._stop(f"{type(exc).__name__}: {exc}")
+
+    def take_in(self) -> None:
+        """Take in what the other processes appended since this one last read."""
+        if self.stopped:
+            return
+        try:
+            size = os.fstat(self.fd).st_size
+            stages = set_up_stages()
+            me = os.getpid()
+            while self.read_to + HEADER.size <= size:
+                n, check = HEADER.unpack(os.pread(self.fd, HEADER.size, self.read_to))
+                start = self.read_to + HEADER.size
+                if start + n > size:
+                    break  # being written: read next time
+                payload = b"".join(
+                    os.pread(self.fd, min(_READ, start + n - at), at)
+                    for at in range(start, start + n, _READ)
+                )
+                if len(payload) != n or xxhash.xxh3_64_intdigest(payload) != check:
+                    self._stop(f"a frame at byte {self.read_to} does not check")
+                    return
+                self.read_to = start + n
+                pid, news = pickle.loads(payload)
+                if pid == me:
+                    continue
+                for key, learnt in news.items():
+                    stage = stages.get(key)
+                    if stage is not None:  # not set up here: nothing to warm
+                        stage.learn(learnt)
+                        self.taken += 1
+                        log.debug("took in what %s learnt in process %d (%d so far)",
+                                  stage.name, pid, self.taken)  # fmt: skip
+        except Exception as exc:
+            self._stop(f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,193 @@
+"""`curate.engines.memo_exchange`: forked workers pass what their stages learnt through one
+anonymous log; a damaged or full log stops the sharing, never a task."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import corpus, write_jsonl
+
+from curate.engines import tasks
+from curate.engines.memo_exchange import HEADER, MemoExchange
+from curate.stages.base import MapStage, StageResult
+
+pytestmark = pytest.mark.skipif(
+    "fork" not in multiprocessing.get_all_start_methods(),
+    reason="the exchange is for forked workers",
+)
+
+
+class Learner(MapStage):  # type: ignore[type-arg]
+    """A stage whose memo is a dict; `learnt` tells what was added since it last told."""
+
+    name = "learner"
+
+    def __init__(self) -> None:
+        self.memo: dict[str, int] = {}
+        self.told = 0
+
+    def process(self, batch: Any) -> StageResult:
+        raise NotImplementedError
+
+    def learnt(self) -> Any:
+        news = dict(list(self.memo.items())[self.told :])
+        self.told = len(self.memo)
+        return news or None
+
+    def learn(self, learnt: Any) -> None:
+        for k, v in learnt.items():
+            self.memo.setdefault(k, v)
+        self.told = len(self.memo)
+
+
+@pytest.fixture
+def learner(monkeypatch: pytest.MonkeyPatch) -> Learner:
+    stage = Learner()
+    monkeypatch.setattr(tasks, "_READY", {"learner-key": stage})
+    return stage
+
+
+def _child(exchange: MemoExchange, learner: Learner, learn: dict[str, int]) -> None:
+    """In a forked child: learn, tell, exit without running the parent's atexit hooks."""
+    learner.memo.update(learn)
+    exchange.tell()
+    os._exit(0 if exchange.told == 1 and not exchange.stopped else 1)
+
+
+def _fork(exchange: MemoExchange, learner: Learner, learn: dict[str, int]) -> None:
+    pid = os.fork()
+    if pid == 0:
+        _child(exchange, learner, learn)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_worker_takes_in_what_the_others_told(learner: Learner) -> None:
+    exchange = MemoExchange()
+    try:
+        _fork(exchange, learner, {"a": 1, "b": 2})
+        _fork(exchange, learner, {"c": 3})
+        learner.memo["mine"] = 0
+        exchange.tell()  # its own frame: skipped when it reads
+        exchange.take_in()
+        assert learner.memo == {"mine": 0, "a": 1, "b": 2, "c": 3}
+        assert exchange.taken == 2 and not exchange.stopped
+        exchange.take_in()  # read to the end: nothing again
+        assert exchange.taken == 2
+    finally:
+        exchange.close()
+
+
+def test_a_frame_being_written_is_read_next_time(learner: Learner) -> None:
+    exchange = MemoExchange()
+    try:
+        _fork(exchange, learner, {"a": 1})
+        whole = os.fstat(exchange.fd).st_size
+        data = os.pread(exchange.fd, whole, 0)
+        os.ftruncate(exchange.fd, whole - 3)  # as a reader may find it mid-write
+        exchange.take_in()
+        assert learner.memo == {} and not exchange.stopped
+        os.pwrite(exchange.fd, data, 0)
+        exchange.take_in()
+        assert learner.memo == {"a": 1}
+    finally:
+        exchange.close()
+
+
+def test_a_damaged_frame_stops_the_sharing_not_the_worker(learner: Learner) -> None:
+    exchange = MemoExchange()
+    try:
+        _fork(exchange, learner, {"a": 1})
+        os.pwrite(exchange.fd, b"\xff", HEADER.size + 2)  # a byte of the payload
+        exchange.take_in()
+        assert exchange.stopped and learner.memo == {}
+        learner.memo["b"] = 2
+        exchange.tell()  # stopped: nothing appended, nothing raised
+        assert exchange.told == 0
+    finally:
+        exchange.close()
+
+
+def test_a_full_log_stops_the_sharing(learner: Learner) -> None:
+    exchange = MemoExchange(limit=HEADER.size + 10)
+    try:
+        learner.memo.update({str(i): i for i in range(100)})
+        exchange.tell()
+        assert exchange.stopped and exchange.told == 0
+        assert os.fstat(exchange.fd).st_size == 0
+    finally:
+        exchange.close()
+
+
+def test_the_log_has_no_name() -> None:
+    exchange = MemoExchange()
+    try:
+        target = os.readlink(f"/proc/self/fd/{exchange.fd}") if os.path.exists("/proc") else ""
+        assert not os.path.exists(target)  # memfd ("/memfd:...") or unlinked ("... (deleted)")
+    finally:
+        exchange.close()
+
+
+def test_stages_without_memos_tell_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from curate.stages.normalize import Normalize
+
+    monkeypatch.setattr(tasks, "_READY", {"n": Normalize(Normalize.Params())})
+    exchange = MemoExchange()
+    try:
+        exchange.tell()
+        assert os.fstat(exchange.fd).st_size == 0
+    finally:
+        exchange.close()
+
+
+def test_the_log_without_memfd_is_an_unlinked_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delattr(os, "memfd_create", raising=False)
+    exchange = MemoExchange()
+    try:
+        assert os.readlink(f"/proc/self/fd/{exchange.fd}").endswith("(deleted)")
+    finally:
+        exchange.close()
+
+
+def test_a_two_worker_run_shares_pii_memos_and_writes_one_workers_bytes(
+    tmp_path: Path,
+) -> None:
+    """A real `curate run -vv` with 2 forked workers: a worker logs what it took in from the
+    other, and the shards are those of a 1-worker run."""
+    pytest.importorskip("presidio_analyzer")
+    docs = corpus(160)
+    for i in range(0, 160, 3):
+        docs[i]["text"] += (
+            f" Call (415) 555-{i % 40:04d} or +44 20 7946 {i % 30:04d}, v2.{i % 9}.1."
+        )
+    write_jsonl(tmp_path / "data" / "a.jsonl", docs)
+    digests = {}
+    for workers in (2, 1):
+        folder = tmp_path / f"w{workers}"
+        folder.mkdir()
+        recipe = {
+            "name": "t", "inputs": [str(tmp_path / "data" / "a.jsonl")], "id_field": "id",
+            "partition_size": "4KB", "stages": [{"pii": {}}],
+            "output": {"root": "out", "fsync": False}, "engine": {"workers": workers},
+        }  # fmt: skip
+        (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+        env = {**os.environ, "CURATE_CACHE": str(folder / "cache")}
+        cmd = [sys.executable, "-m", "curate.cli", "-vv", "run", "recipe.yaml"]
+        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True,
+                              timeout=300)  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        took = re.findall(r"took in what pii learnt in process (\d+)", proc.stderr)
+        assert bool(took) == (workers == 2), proc.stderr[-3000:]
+        shards = sorted((folder / "out" / "t" / "v1" / "shards").glob("*.arrow"))
+        assert shards
+        digests[workers] = [hashlib.sha256(s.read_bytes()).hexdigest() for s in shards]
+    assert digests[2] == digests[1]
