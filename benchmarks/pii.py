@@ -11,6 +11,11 @@ cache are deleted), CPU seconds of the whole process tree:
 - **curate run, 2 workers** and **curate run, 1 worker**: `curate run` of a recipe holding
   only the `pii` stage with its defaults (after a no-op normalize), local engine.
 
+Cold means no memo, cache or output carried over; Python's bytecode is not such a thing: the
+tree's curate is compiled once before the rounds and read by every run, as an installed
+curate's is (sessions here export PYTHONDONTWRITEBYTECODE=1, under which each run compiled
+curate's modules again: about 0.25 CPU-s of the driver's, before the fork).
+
 Rounds are paired (all contenders in each round, order rotating); medians are reported,
 with the foreign load of each round: CPU time the rest of the machine used meanwhile
 (from /proc/stat), in cores. Two corpora: `docs`, the first MB of benchmarks.corpus's
@@ -32,6 +37,7 @@ Writes benchmarks/results/pii.md and pii.json (pii-<mb>.md/json for other sizes,
 from __future__ import annotations
 
 import argparse
+import compileall
 import json
 import os
 import platform
@@ -46,6 +52,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from benchmarks.contenders import contender_env
 from benchmarks.measure import machine_busy
 
 HERE = Path(__file__).resolve().parent
@@ -58,6 +65,12 @@ SITE = Path(
 SITE_SUFFIXES = {".py", ".md", ".rst", ".txt", ".cfg", ".toml", ".pyi"}
 SITE_NAMES = {"METADATA", "LICENSE", "LICENCE", "AUTHORS", "COPYING", "NOTICE", "README"}
 MAX_DOC_BYTES = 10**6
+
+
+def compile_curate() -> None:
+    """The tree's curate compiled once, read as bytecode by every run (as an installed curate
+    is: `contenders.contender_env`); Presidio's side reads what pip compiled."""
+    compileall.compile_dir(HERE.parent / "curate", quiet=1)
 
 
 def children_cpu() -> float:
@@ -204,7 +217,7 @@ def curate_run(
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     curate_cli = Path(sys.executable).with_name("curate")
     # the code beside this benchmark; a stage cache of its own, deleted after the round
-    env = dict(os.environ, PYTHONPATH=str(HERE.parent), CURATE_CACHE=str(folder / "cache"))
+    env = dict(contender_env(), PYTHONPATH=str(HERE.parent), CURATE_CACHE=str(folder / "cache"))
     c0, t0 = children_cpu(), time.perf_counter()
     subprocess.run([str(curate_cli), "run", "--quiet", str(folder / "recipe.yaml")], check=True,
                    stdout=subprocess.DEVNULL, env=env)  # fmt: skip
@@ -263,7 +276,7 @@ print(json.dumps({"setup_wall": time.perf_counter() - t, "process_cpu": r.ru_uti
 def setup_cost() -> dict[str, float]:
     """CPU seconds of a fresh process that only sets the stage up (Python, curate, Presidio)."""
     proc = subprocess.run([sys.executable, "-c", SETUP_PROBE], check=True, capture_output=True,
-                          text=True, cwd=HERE.parent)  # fmt: skip
+                          text=True, cwd=HERE.parent, env=contender_env())  # fmt: skip
     return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -363,6 +376,7 @@ def main() -> None:
     if args.plain_worker:
         _plain_worker(Path(args.plain_worker[0]), Path(args.plain_worker[1]))
         return
+    compile_curate()
     kinds = args.corpus or ["docs", "site"]
     results = []
     for kind in kinds:
@@ -396,7 +410,8 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
         "",
         f"Machine: {os.cpu_count()} cores, Python {platform.python_version()}. Medians of "
         f"{args.rounds} paired rounds; every process starts cold (imports, setup and the phone "
-        "verdicts' memo included; nothing kept between rounds). CPU = CPU seconds of the "
+        "verdicts' memo included; nothing kept between rounds; curate's bytecode compiled "
+        "beforehand, as an install has it). CPU = CPU seconds of the "
         "whole process tree; foreign load = cores the rest of the machine kept busy meanwhile."
         + (
             ""

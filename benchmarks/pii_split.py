@@ -40,7 +40,8 @@ from typing import Any
 
 import yaml
 
-from benchmarks.pii import WORK, build_corpus, load, pii_recipe
+from benchmarks.contenders import contender_env
+from benchmarks.pii import WORK, build_corpus, compile_curate, load, pii_recipe
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -118,7 +119,7 @@ def start(path: Path) -> subprocess.Popen[bytes]:
     folder = path.parent
     shutil.rmtree(folder / "out", ignore_errors=True)
     shutil.rmtree(folder / "cache", ignore_errors=True)
-    env = dict(os.environ, PYTHONPATH=str(HERE.parent), CURATE_CACHE=str(folder / "cache"))
+    env = dict(contender_env(), PYTHONPATH=str(HERE.parent), CURATE_CACHE=str(folder / "cache"))
     cli = Path(sys.executable).with_name("curate")
     return subprocess.Popen([str(cli), "run", "--quiet", str(path)], env=env,
                             stdout=subprocess.DEVNULL)  # fmt: skip
@@ -147,6 +148,7 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    compile_curate()
     corpus = build_corpus(args.mb)
     rounds = []
     for k in range(args.rounds):

@@ -13,6 +13,16 @@ torch stays importable when a spaCy plugin that runs torch models is installed
 (spacy-transformers, spacy-curated-transformers): thinc decides once per process whether
 torch is there, and a transformer-based `spacy_model` needs it to say yes.
 
+spaCy's package imports its command-line interface (`from .cli.info import info`: typer,
+weasel, their HTTP clients; about 0.15 CPU-s and 200 modules) for the one function
+`spacy.info`. Presidio needs spaCy's `Doc`, `Vocab` and `Language`, never its CLI, so
+while Presidio imports spaCy, `spacy.cli` and `spacy.cli.info` are placeholders whose
+`info` imports the real one when called; afterwards the placeholders are gone and
+`import spacy.cli` imports the real package. This is done only when spaCy is not imported
+yet and its `__init__.py` names the CLI in exactly that one line (any other spaCy is
+imported as it is), and never when a spaCy pipeline is configured (`resolve_spacy_model`
+imports spaCy first).
+
 Presidio's `Pattern` checks its regex by compiling it (with the `regex` module, flags 0)
 and drops the result; a recognizer compiles it again, with its own flags, when it first
 analyses. Importing Presidio builds the patterns of every predefined recognizer of every
@@ -30,6 +40,7 @@ import importlib.util
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -57,14 +68,59 @@ def presidio_import() -> Iterator[None]:
         sys.modules[name] = None  # type: ignore[assignment]
     unchecked = _UncheckedPatterns()
     sys.meta_path.insert(0, unchecked)
+    placeholders = _spacy_cli_placeholders()
     try:
         yield
     finally:
+        _remove(placeholders)
         sys.meta_path.remove(unchecked)
         unchecked.restore()
         for name in blocked:
             if name in sys.modules and sys.modules[name] is None:
                 del sys.modules[name]
+
+
+SPACY_CLI_LINE = b"from .cli.info import info"
+
+
+def _spacy_cli_placeholders() -> dict[str, ModuleType]:
+    """Placeholders for `spacy.cli` and `spacy.cli.info` in `sys.modules` (none when spaCy
+    is imported already or is not the spaCy this expects)."""
+    if "spacy" in sys.modules or "spacy.cli" in sys.modules:
+        return {}
+    try:
+        spec = importlib.util.find_spec("spacy")
+        origin = spec.origin if spec is not None else None
+        source = Path(origin).read_bytes() if origin else b""
+    except (ImportError, ValueError, OSError):
+        return {}
+    if source.count(b"cli") != 1 or SPACY_CLI_LINE not in source:
+        return {}
+    cli = ModuleType("spacy.cli")
+    cli.__path__ = []  # a package that holds nothing
+    info = ModuleType("spacy.cli.info")
+    info.info = _spacy_info  # type: ignore[attr-defined]
+    placeholders = {"spacy.cli": cli, "spacy.cli.info": info}
+    sys.modules.update(placeholders)
+    return placeholders
+
+
+def _remove(placeholders: dict[str, ModuleType]) -> None:
+    if not placeholders:
+        return
+    for name, module in placeholders.items():
+        if sys.modules.get(name) is module:
+            del sys.modules[name]
+    spacy = sys.modules.get("spacy")
+    if spacy is not None and getattr(spacy, "cli", None) is placeholders.get("spacy.cli"):
+        delattr(spacy, "cli")  # `import spacy.cli` now imports the real one
+
+
+def _spacy_info(*args: Any, **kwargs: Any) -> Any:
+    """`spacy.info`, spaCy's CLI imported when it is called."""
+    from spacy.cli.info import info
+
+    return info(*args, **kwargs)
 
 
 PATTERN_MODULE = "presidio_analyzer.pattern"
