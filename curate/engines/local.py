@@ -22,6 +22,7 @@ from multiprocessing.context import BaseContext
 import pyarrow as pa
 
 from curate.collective.frame import Summaries
+from curate.engines import memo_exchange
 from curate.engines.barrier_step import summary_files
 from curate.engines.base import Engine
 from curate.engines.job import Job, ProgressFn
@@ -108,7 +109,8 @@ class LocalEngine(Engine):
         exchange = None
         if "fork" in multiprocessing.get_all_start_methods() and _fork_is_safe():
             ctx = multiprocessing.get_context("fork")
-            exchange = self._exchange = MemoExchange()  # inherited: never pickled
+            if memo_exchange.available():
+                exchange = self._exchange = MemoExchange()  # inherited: never pickled
         else:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["curate.engines.no_sigint", "curate.engines.tasks"])

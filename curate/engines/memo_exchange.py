@@ -7,9 +7,11 @@ partitions cost 1.067x the CPU of one worker's, and the verdicts computed grew 1
 what its stages learnt (`Stage.learnt`) to a log every worker shares, and before each
 partition it takes in what the others appended since it last read (`Stage.learn`).
 
-The log is an anonymous file (memfd, or an unlinked temporary file) made by the driver
-before the fork: no path names it, so only the run's own workers, which inherit its
-descriptor, can read or write it, and nothing is left behind however the run ends. Each
+The log is an anonymous file in memory (Linux's memfd) made by the driver before the fork:
+no path names it, so only the run's own workers, which inherit its descriptor, can read or
+write it, and nothing is left behind however the run ends. What it holds is what the memos
+hold, text a pii stage removes among it (phone-like strings), so it is never a file on disk:
+where memfd is missing (`available()`), workers keep what they learn to themselves. Each
 frame is the payload's length and checksum, then the payload (a pickle of the stages' news
 by their set-up key); a worker appends a frame in one write under a lock, and a reader
 reads only whole frames. A frame that does not check, a payload that does not load, a log
@@ -26,7 +28,6 @@ import logging
 import os
 import pickle
 import struct
-import tempfile
 
 import xxhash
 
@@ -39,12 +40,9 @@ LIMIT = 256 << 20  # bytes: past this, workers keep what they learn to themselve
 _READ = 8 << 20  # bytes read at a time
 
 
-def _anonymous_file() -> int:
-    if hasattr(os, "memfd_create"):
-        with contextlib.suppress(OSError):
-            return os.memfd_create("curate-memos", os.MFD_CLOEXEC)
-    with tempfile.TemporaryFile() as f:  # unlinked at once where the OS allows it
-        return os.dup(f.fileno())
+def available() -> bool:
+    """Whether a log can be made here (memfd: Linux)."""
+    return hasattr(os, "memfd_create")
 
 
 class MemoExchange:
@@ -52,7 +50,7 @@ class MemoExchange:
     fork; each worker uses its inherited copy (its own read position)."""
 
     def __init__(self, limit: int = LIMIT) -> None:
-        self.fd = _anonymous_file()
+        self.fd = os.memfd_create("curate-memos", os.MFD_CLOEXEC)
         self.limit = limit
         self.read_to = 0
         self.stopped = False
