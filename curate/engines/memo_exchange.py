@@ -28,6 +28,7 @@ import logging
 import os
 import pickle
 import struct
+from typing import Any
 
 import xxhash
 
@@ -69,14 +70,10 @@ class MemoExchange:
         """Append what this process's set-up stages learnt since they last told."""
         if self.stopped:
             return
-        news = {}
-        for key, stage in list(set_up_stages().items()):
-            learnt = stage.learnt()
-            if learnt is not None:
-                news[key] = learnt
-        if not news:
-            return
         try:
+            news = news_of_stages()
+            if not news:
+                return
             payload = pickle.dumps((os.getpid(), news), protocol=pickle.HIGHEST_PROTOCOL)
             frame = HEADER.pack(len(payload), xxhash.xxh3_64_intdigest(payload)) + payload
             fcntl.lockf(self.fd, fcntl.LOCK_EX)
@@ -100,7 +97,6 @@ class MemoExchange:
             return
         try:
             size = os.fstat(self.fd).st_size
-            stages = set_up_stages()
             me = os.getpid()
             while self.read_to + HEADER.size <= size:
                 n, check = HEADER.unpack(os.pread(self.fd, HEADER.size, self.read_to))
@@ -116,14 +112,33 @@ class MemoExchange:
                     return
                 self.read_to = start + n
                 pid, news = pickle.loads(payload)
-                if pid == me:
-                    continue
-                for key, learnt in news.items():
-                    stage = stages.get(key)
-                    if stage is not None:  # not set up here: nothing to warm
-                        stage.learn(learnt)
-                        self.taken += 1
-                        log.debug("took in what %s learnt in process %d (%d so far)",
-                                  stage.name, pid, self.taken)  # fmt: skip
+                if pid != me:
+                    self.taken += learn(news, f"process {pid}")
         except Exception as exc:
             self._stop(f"{type(exc).__name__}: {exc}")
+
+
+def news_of_stages() -> dict[str, Any]:
+    """What each stage this process has set up learnt since it last told, by its set-up key
+    (the same key in every worker of a run); empty when nothing."""
+    news = {}
+    for key, stage in list(set_up_stages().items()):
+        learnt = stage.learnt()
+        if learnt is not None:
+            news[key] = learnt
+    return news
+
+
+def learn(news: dict[str, Any], source: str) -> int:
+    """Hand each stage set up here what the same stage learnt elsewhere (`source`, for the
+    log); returns how many stages took something in. A stage not set up here takes nothing:
+    there is nothing of it to warm."""
+    stages = set_up_stages()
+    taken = 0
+    for key, learnt in news.items():
+        stage = stages.get(key)
+        if stage is not None:
+            stage.learn(learnt)
+            taken += 1
+            log.debug("took in what %s learnt in %s", stage.name, source)
+    return taken

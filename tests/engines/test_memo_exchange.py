@@ -128,6 +128,22 @@ def test_a_full_log_stops_the_sharing(learner: Learner) -> None:
         exchange.close()
 
 
+def test_a_stage_failing_to_tell_stops_the_sharing_not_the_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Broken(Learner):
+        def learnt(self) -> Any:
+            raise RuntimeError("a bug in a stage's memo")
+
+    monkeypatch.setattr(tasks, "_READY", {"broken": Broken()})
+    exchange = MemoExchange()
+    try:
+        exchange.tell()
+        assert exchange.stopped and exchange.told == 0
+    finally:
+        exchange.close()
+
+
 def test_the_log_has_no_name() -> None:
     exchange = MemoExchange()
     try:
