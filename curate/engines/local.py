@@ -33,7 +33,7 @@ from curate.staging.record import PartitionRecord
 log = logging.getLogger(__name__)
 
 
-_EXCHANGE: MemoExchange | None = None  # in a forked worker: the log its stages' memos share
+_EXCHANGE: MemoExchange | None = None  # in a worker: the log its stages' memos share
 
 
 def _worker_init(exchange: MemoExchange | None = None) -> None:
@@ -107,10 +107,10 @@ class LocalEngine(Engine):
         _import_pandas_once()
         ctx: BaseContext
         exchange = None
+        if memo_exchange.available():  # inherited by a forked worker, else sent with it
+            exchange = self._exchange = MemoExchange()
         if "fork" in multiprocessing.get_all_start_methods() and _fork_is_safe():
             ctx = multiprocessing.get_context("fork")
-            if memo_exchange.available():
-                exchange = self._exchange = MemoExchange()  # inherited: never pickled
         else:
             ctx = multiprocessing.get_context("forkserver")
             ctx.set_forkserver_preload(["curate.engines.no_sigint", "curate.engines.tasks"])

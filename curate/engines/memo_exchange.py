@@ -1,4 +1,4 @@
-"""What the local engine's forked workers' stages learnt, passed between them.
+"""What the local engine's workers' stages learnt, passed between them.
 
 A stage's memos (the pii stage's phone verdicts) warm up in each worker on its own, so with
 two workers each computes much of what the other already knows: on the docs corpus the pii
@@ -7,9 +7,10 @@ partitions cost 1.067x the CPU of one worker's, and the verdicts computed grew 1
 what its stages learnt (`Stage.learnt`) to a log every worker shares, and before each
 partition it takes in what the others appended since it last read (`Stage.learn`).
 
-The log is an anonymous file in memory (Linux's memfd) made by the driver before the fork:
-no path names it, so only the run's own workers, which inherit its descriptor, can read or
-write it, and nothing is left behind however the run ends. What it holds is what the memos
+The log is an anonymous file in memory (Linux's memfd) made by the driver before its workers
+start: no path names it, so only the run's own workers, which inherit its descriptor (or
+get a copy from the forkserver that starts them), can read or write it, and nothing is
+left behind however the run ends. What it holds is what the memos
 hold, text a pii stage removes among it (phone-like strings), so it is never a file on disk:
 where memfd is missing (`available()`), workers keep what they learn to themselves. Each
 frame is the payload's length and checksum, then the payload (a pickle of the stages' news
@@ -17,7 +18,9 @@ by their set-up key); a worker appends a frame in one write under a lock, and a 
 reads only whole frames. A frame that does not check, a payload that does not load, a log
 past its size limit: sharing stops there, and the workers go on as they would without it.
 What a stage takes in can never change an output (`Stage.learnt`), so neither the order in
-which workers read, nor what they miss, changes a byte.
+which workers read, nor what they miss, changes a byte. The Ray engine passes the same news
+(`news_of_stages`, `learn`) as each task's second result, handed to the tasks after it
+(`curate/engines/ray/adapter.py`).
 """
 
 from __future__ import annotations
@@ -50,13 +53,23 @@ class MemoExchange:
     """The shared log, and where this process has read it to. Made in the driver before the
     fork; each worker uses its inherited copy (its own read position)."""
 
-    def __init__(self, limit: int = LIMIT) -> None:
-        self.fd = os.memfd_create("curate-memos", os.MFD_CLOEXEC)
+    def __init__(self, limit: int = LIMIT, fd: int | None = None) -> None:
+        self.fd = os.memfd_create("curate-memos", os.MFD_CLOEXEC) if fd is None else fd
         self.limit = limit
         self.read_to = 0
         self.stopped = False
         self.taken = 0  # stages' news this process took in from others (tests, logs)
         self.told = 0  # frames this process appended
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """To a worker the pool starts from a forkserver (the driver ran threads, so it did
+        not fork): the descriptor goes with it as multiprocessing passes descriptors to the
+        processes it starts; anywhere else the log does not go."""
+        from multiprocessing import context, reduction
+
+        if context.get_spawning_popen() is None:
+            raise TypeError("a MemoExchange goes only to the workers its pool starts")
+        return (_in_worker, (reduction.DupFd(self.fd), self.limit))
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -116,6 +129,10 @@ class MemoExchange:
                     self.taken += learn(news, f"process {pid}")
         except Exception as exc:
             self._stop(f"{type(exc).__name__}: {exc}")
+
+
+def _in_worker(fd: Any, limit: int) -> MemoExchange:
+    return MemoExchange(limit, fd.detach())
 
 
 def news_of_stages() -> dict[str, Any]:

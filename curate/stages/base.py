@@ -271,8 +271,9 @@ class Stage(ABC, Generic[P]):
         """What this stage's memos gained since it last said, for sibling workers running the
         same stage to take in (`learn`) instead of computing it again: only entries whose
         values depend on their keys alone, so no output can change (the pii stage's phone
-        verdicts). The local engine passes them between its forked workers
-        (`curate.engines.memo_exchange`). Picklable; None (the default): nothing to tell."""
+        verdicts). Both engines pass them between workers (`curate.engines.memo_exchange`;
+        Ray's as task results). Picklable; None (the default): nothing to tell. A stage set
+        up in a worker after news arrived there misses those news (only a memo stays colder)."""
         return None
 
     def learn(self, learnt: Any) -> None:

@@ -58,3 +58,38 @@ class Pause(MapStage):
 
         time.sleep(self.params.seconds)  # type: ignore[attr-defined]
         return StageResult(batch)
+
+
+class RecallParams(StageParams):
+    log: str  # each worker appends here how many ids it took in from other workers
+
+
+class Recall(MapStage):
+    """Remembers the ids it has seen (a memo whose values depend on the key alone), tells
+    them to sibling workers (`Stage.learnt`) and logs what it takes in (`Stage.learn`)."""
+
+    name = "recall"
+    Params = RecallParams
+
+    def setup(self) -> None:
+        self._seen: dict[str, bool] = {}
+        self._told = 0
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
+        for i in batch.column(ID).to_pylist():
+            self._seen.setdefault(i, True)
+        return StageResult(batch)
+
+    def learnt(self) -> object:
+        news = list(self._seen)[self._told :]
+        self._told = len(self._seen)
+        return news or None
+
+    def learn(self, learnt: object) -> None:
+        assert isinstance(learnt, list)
+        new = [i for i in learnt if i not in self._seen]
+        for i in new:
+            self._seen[i] = True
+        self._told = len(self._seen)
+        with open(self.params.log, "a", encoding="utf-8") as f:  # type: ignore[attr-defined]
+            f.write(f"{os.getpid()} {len(new)}\n")

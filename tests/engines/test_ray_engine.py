@@ -6,6 +6,7 @@ rest of the suite runs on the local engine. They skip when Ray is not installed.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -395,3 +396,29 @@ def test_classifier_buckets_are_byte_identical_on_ray(ray_cluster: None, tmp_pat
     assert set(local.to_arrow().column("classifier_bucket").to_pylist()) == {2, 3, 4}
     assert len(local.manifest["partitions"]) > 2
     same_bytes(local, on_ray)
+
+
+def test_what_a_ray_worker_learnt_reaches_the_others(ray_cluster: None, tmp_path: Path) -> None:
+    """Each task returns what its stages learnt (`Stage.learnt`) and later tasks take it in,
+    as the local engine's forked workers do through their log; the bytes stay local's."""
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [json.dumps({"id": f"d{i}", "text": f"document {i} " * 40}) for i in range(400)]
+    (data / "a.jsonl").write_text("\n".join(rows) + "\n")
+    made = {}
+    for kind in ("ray", "local"):
+        log = tmp_path / f"recall-{kind}.log"
+        recipe = {
+            "name": "recall", "inputs": [str(data / "*.jsonl")], "id_field": "id",
+            "partition_size": "8KB",
+            "stages": [{"ray_stages:Pause": {"seconds": 0.05}},  # both workers get tasks
+                       {"ray_stages:Recall": {"log": str(log)}}],
+            "output": {"root": str(tmp_path / f"out-{kind}"), "fsync": False},
+            "engine": {"kind": kind, "workers": 2},
+        }  # fmt: skip
+        path = tmp_path / f"{kind}.yaml"
+        path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+        made[kind] = curate.run(path)
+        taken = [line.split() for line in log.read_text().splitlines()] if log.exists() else []
+        assert sum(int(n) for _, n in taken) > 0, kind  # ids another worker had seen
+    assert files(made["ray"], "shards") == files(made["local"], "shards")

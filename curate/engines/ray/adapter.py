@@ -16,14 +16,21 @@ the unit of work and its result is a small record, which is what plain tasks are
 from __future__ import annotations
 
 import json
+import logging
+import os
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 
+from curate.engines import memo_exchange
 from curate.engines.ray.placement import note
 from curate.engines.tasks import PassTask, ready, run_pass_task
 from curate.errors import CurateError
+
+log = logging.getLogger(__name__)
 
 ATTEMPTS = 4
 """Runs of one partition in one pass before the run fails. Ray retries a task whose worker
@@ -31,23 +38,63 @@ died (killed, lost with its node), here without limit; a partition that kills it
 every time (out of memory, a crash in a stage's library) must stop the run instead."""
 
 
-def run_partition(blob: bytes) -> tuple[str, bytes]:
-    """Run one pickled task; its record (JSON), or a user's error, pickled.
+def run_partition(blob: bytes, learnt: Sequence[Any] = ()) -> tuple[tuple[str, bytes], bytes]:
+    """Run one pickled task: its record (JSON), or a user's error, pickled; and what its
+    stages learnt (`memo_exchange.news_of_stages`, pickled; b"" when nothing).
 
     A user's error (a `CurateError`: bad input with `on_error: fail`, a full disk) comes
     back as a value, pickled, for the driver to raise as it is: raised here, Ray would
     wrap it and lose its type and message on the way.
+
+    `learnt` holds the object refs of what earlier tasks of the run told (the driver's list,
+    `RayEngine.run_tasks`): those this worker has not taken in yet are fetched in one call
+    and handed to its stages first, as the local engine's forked workers read each other's
+    log (`memo_exchange`). A fetch that fails leaves the memos as they are; no output can
+    change either way.
     """
     # One task per CPU already: keep Arrow's own pools from oversubscribing (as local does).
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
     task: PassTask = pickle.loads(blob)
+    _take_in(learnt)
     try:
         _count_attempt(task)
         note(task.staging.nodes, "partition")
-        return json.dumps(run_pass_task(task).to_json()), b""
+        result = json.dumps(run_pass_task(task).to_json()), b""
     except CurateError as exc:
-        return "", _pickled(exc)
+        return ("", _pickled(exc)), b""
+    return result, _told()
+
+
+_TAKEN: set[str] = set()
+"""The news objects this worker has taken in (or told), by object id."""
+
+
+def _take_in(refs: Sequence[Any]) -> None:
+    pending = [ref for ref in refs if ref.hex() not in _TAKEN]
+    if not pending:
+        return
+    import ray
+
+    try:
+        blobs = ray.get(list(pending))
+        for ref, blob in zip(pending, blobs, strict=True):
+            _TAKEN.add(ref.hex())
+            if blob:
+                pid, news = pickle.loads(blob)
+                if pid != os.getpid():
+                    memo_exchange.learn(news, f"Ray worker {pid}")
+    except Exception as exc:  # sharing is an optimisation: never a reason to fail
+        log.debug("memos not taken in: %s: %s", type(exc).__name__, exc)
+
+
+def _told() -> bytes:
+    try:
+        news = memo_exchange.news_of_stages()
+        return pickle.dumps((os.getpid(), news), protocol=pickle.HIGHEST_PROTOCOL) if news else b""
+    except Exception as exc:
+        log.debug("memos not told: %s: %s", type(exc).__name__, exc)
+        return b""
 
 
 def first() -> None:

@@ -38,9 +38,14 @@ from curate.staging.record import PartitionRecord
 log = logging.getLogger(__name__)
 
 
-_partition = ray.remote(num_cpus=1, max_retries=-1)(run_partition)
-"""A pass's task over one partition. Retried without limit when its worker dies; the
-attempts file (`adapter.ATTEMPTS`) stops a partition that kills its worker every time."""
+_partition = ray.remote(num_cpus=1, max_retries=-1, num_returns=2)(run_partition)
+"""A pass's task over one partition: its record, and what its stages learnt. Retried without
+limit when its worker dies; the attempts file (`adapter.ATTEMPTS`) stops a partition that
+kills its worker every time."""
+TOLD = 2048
+"""What finished tasks told (`run_partition`), by object ref, handed to every later task of
+the pass; past this many the rest keep what they learn to themselves (each task's message
+carries the list)."""
 _warm = ray.remote(num_cpus=1)(warm)
 _first = ray.remote(num_cpus=1)(first)
 
@@ -147,17 +152,24 @@ class RayEngine(Engine):
         default Ray packs tasks onto the driver's node while others idle); records are
         kept by partition key as tasks finish, in whatever order. A first warm-up not yet
         ended holds its slot until the last task is submitted (see `start`); the stages'
-        set-ups (`set_up_in_workers`) take their turn in Ray's queue as before."""
+        set-ups (`set_up_in_workers`) take their turn in Ray's queue as before. What a
+        finished task's stages learnt (its second result) goes to every task started after
+        it, which takes in what its worker has not (`adapter.run_partition`)."""
         for task in tasks:
             attempts_path(task).unlink(missing_ok=True)
         waiting = [pickle.dumps(t) for t in reversed(tasks)]
         limit = self.workers or len(tasks)
         running, self._warming = self._warming, []
         warm_ups = {ref.hex() for ref in running}
+        told: list[Any] = []  # what finished tasks' stages learnt: later tasks take it in
+        news_of: dict[str, Any] = {}  # a running task's record ref (hex) -> its news ref
         while waiting or running:
             while waiting and len(running) < limit:
                 blob = waiting.pop()
-                running.append(_partition.options(scheduling_strategy="SPREAD").remote(blob))
+                spread = _partition.options(scheduling_strategy="SPREAD")
+                record_ref, news_ref = spread.remote(blob, list(told))
+                news_of[record_ref.hex()] = news_ref
+                running.append(record_ref)
             if not waiting:  # every task is in: the pass waits for its own, not the warm-ups
                 running = [ref for ref in running if ref.hex() not in warm_ups]
                 if not running:
@@ -169,6 +181,9 @@ class RayEngine(Engine):
                 record, error = ray.get(ref)
                 if error:  # a user's error (bad input, full disk), as raised
                     raise pickle.loads(error)
+                news = news_of.pop(ref.hex(), None)
+                if news is not None and len(told) < TOLD:
+                    told.append(news)
                 rec = PartitionRecord.from_json(json.loads(record))
                 records[rec.partition] = rec
                 progress(phase, len(records), total)
