@@ -403,15 +403,23 @@ def test_conversations_are_scored_and_weighed_by_their_chosen_messages(model: Pa
     from curate.stages.classifier_buckets import BucketParams, ClassifierBuckets
 
     texts = [t for _, t in DOCS[:90]]
-    convs = [[("user", f"question {i}: " + "x" * (i * 37 % 500)), ("assistant", t)]
-             for i, t in enumerate(texts)]  # fmt: skip
-    batch = pa.RecordBatch.from_arrays(
-        [pa.array([f"c{i}" for i in range(len(convs))]), messages_array(convs),
-         pa.array(np.arange(len(convs), dtype=np.uint64))],
-        names=["id", MESSAGES, ORDER],
-    )  # fmt: skip
     spec = {"models": [{"model": str(model), "label": "web", "name": "q"}], "roles": ["assistant"]}
     context = StageContext(chat=True)
+
+    def conversations(pads: list[int]) -> tuple[list[Any], pa.RecordBatch]:
+        convs = [[("user", f"question {i}: " + "x" * pad), ("assistant", t)]
+                 for i, (t, pad) in enumerate(zip(texts, pads, strict=True))]  # fmt: skip
+        return convs, pa.RecordBatch.from_arrays(
+            [pa.array([f"c{i}" for i in range(len(convs))]), messages_array(convs),
+             pa.array(np.arange(len(convs), dtype=np.uint64))],
+            names=["id", MESSAGES, ORDER],
+        )  # fmt: skip
+
+    # The users of the lower-scored half get long padding, so that weighing whole
+    # conversations would move the edge whatever scores the trained model gives.
+    unpadded = Classifier(ClassifierParams(**spec), context).process(conversations([0] * 90)[1])
+    ranks = sorted(range(90), key=lambda i: unpadded.batch.column("q_score")[i].as_py())
+    convs, batch = conversations([4000 if i in set(ranks[:45]) else 0 for i in range(90)])
     plain = Classifier(ClassifierParams(**spec), context).process(batch).batch
     stage = ClassifierBuckets(BucketParams(**spec, percentiles=[50]), context)
     stage.setup()
