@@ -121,7 +121,8 @@ class Engine(ABC):
             keys = {t.partition.key for t in todo}
             before = [r for r in previous or [] if r.partition in keys]
             docs, nbytes = _work_totals(todo, before)
-            todo = costliest_first(todo, before)
+            if self.runs_elsewhere():  # in this process, one at a time: the plan's order
+                todo = costliest_first(todo, before)
             folder = job.staging.progress_dir(k)
             with PassWatch(progress, phase, len(tasks), records, folder, docs, nbytes) as watch:
                 self.run_tasks(todo, records, phase, len(tasks), watch.partitions)
@@ -145,7 +146,9 @@ def costliest_first(todo: list[PassTask], previous: list[PartitionRecord]) -> li
     them after. What runs alone at the end of a pass, while the other workers have nothing
     left, is then a small partition (longest processing time first: 27 partitions of 1.5 to
     2.4 MB on 2 workers ended with one worker idle for 0.5 s). Ties keep the plan's order;
-    only the order of starting changes, since records are kept by partition key."""
+    only the order of starting changes, since records are kept by partition key. Partitions
+    run one at a time in the driver (the local engine with one worker) keep the plan's
+    order: nothing ends alone there, and a run that stops early stops at the first."""
     if len(todo) < 3:
         return todo
     if todo[0].pass_index > 0:
