@@ -7,11 +7,11 @@ partitions cost 1.067x the CPU of one worker's, and the verdicts computed grew 1
 what its stages learnt (`Stage.learnt`) to a log every worker shares, and before each
 partition it takes in what the others appended since it last read (`Stage.learn`).
 
-The log is an anonymous file in memory (Linux's memfd) made by the driver before its workers
-start: no path names it, so only the run's own workers, which inherit its descriptor (or
-get a copy from the forkserver that starts them), can read or write it, and nothing is
-left behind however the run ends. What it holds is what the memos
-hold, text a pii stage removes among it (phone-like strings), so it is never a file on disk:
+The log is an anonymous file in memory (Linux's memfd, at most `LIMIT` bytes) made by the
+driver before its workers start: no path names it, so only the run's own workers, which
+inherit its descriptor (or get a copy from the forkserver that starts them), can read or
+write it, and nothing is left behind however the run ends. It holds what the memos hold,
+text a pii stage removes among it (phone-like strings), so it is never a file on disk:
 where memfd is missing (`available()`), workers keep what they learn to themselves. Each
 frame is the payload's length and checksum, then the payload (a pickle of the stages' news
 by their set-up key); a worker appends a frame in one write under a lock, and a reader
@@ -51,7 +51,7 @@ def available() -> bool:
 
 class MemoExchange:
     """The shared log, and where this process has read it to. Made in the driver before the
-    fork; each worker uses its inherited copy (its own read position)."""
+    workers start; each worker uses its own copy (its own read position)."""
 
     def __init__(self, limit: int = LIMIT, fd: int | None = None) -> None:
         self.fd = os.memfd_create("curate-memos", os.MFD_CLOEXEC) if fd is None else fd
