@@ -7,8 +7,9 @@ workers the docs corpus's pii partitions cost 1.067x the CPU of one worker's (is
 `benchmarks/results/pii_split.md`). A journal reads what is new in each memo by insertion
 order (dicts keep it), so asking costs a walk over the memo, not a copy of it, and takes in
 what others learnt without overwriting anything known and without growing a memo past its
-limit. Nothing here can change a result: an entry taken in is one the process would have
-computed itself, equal to what it holds.
+limit. What is new is read from the memo's end (dicts iterate backwards too), so telling
+costs what was added, not the memo's size. Nothing here can change a result: an entry
+taken in is one the process would have computed itself, equal to what it holds.
 """
 
 from __future__ import annotations
@@ -41,8 +42,9 @@ class Journal:
             told = self._told.get(name, 0)
             if len(memo) < told:  # cleared at its limit since: all of it is new
                 told = 0
-            if len(memo) > told:
-                out[name] = list(itertools.islice(memo.items(), told, None))
+            if len(memo) > told:  # the newest entries, walked from the end: O(new)
+                newest = itertools.islice(reversed(memo.items()), len(memo) - told)
+                out[name] = list(newest)[::-1]
             self._told[name] = len(memo)
         return out
 

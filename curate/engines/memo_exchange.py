@@ -13,10 +13,11 @@ inherit its descriptor (or get a copy from the forkserver that starts them), can
 write it, and nothing is left behind however the run ends. It holds what the memos hold,
 text a pii stage removes among it (phone-like strings), so it is never a file on disk:
 where memfd is missing (`available()`), workers keep what they learn to themselves. Each
-frame is the payload's length and checksum, then the payload (a pickle of the stages' news
-by their set-up key); a worker appends a frame in one write under a lock, and a reader
-reads only whole frames. A frame that does not check, a payload that does not load, a log
-past its size limit: sharing stops there, and the workers go on as they would without it.
+frame is the payload's length and checksum and the writer's pid, then the payload (a pickle
+of the stages' news by their set-up key; a worker skips its own frames unread). A worker
+appends a frame in one write under a lock, and a reader reads only whole frames. A frame
+that does not check, a payload that does not load, a log past its size limit: sharing
+stops there, and the workers go on as they would without it.
 What a stage takes in can never change an output (`Stage.learnt`), so neither the order in
 which workers read, nor what they miss, changes a byte. The Ray engine passes the same news
 (`news_of_stages`, `learn`) as each task's second result, handed to the tasks after it
@@ -39,7 +40,7 @@ from curate.engines.tasks import set_up_stages
 
 log = logging.getLogger(__name__)
 
-HEADER = struct.Struct("<QQ")  # the payload's length, its xxh3_64
+HEADER = struct.Struct("<QQQ")  # the payload's length, its xxh3_64, the writer's pid
 LIMIT = 256 << 20  # bytes: past this, workers keep what they learn to themselves
 _READ = 8 << 20  # bytes read at a time
 
@@ -87,8 +88,9 @@ class MemoExchange:
             news = news_of_stages()
             if not news:
                 return
-            payload = pickle.dumps((os.getpid(), news), protocol=pickle.HIGHEST_PROTOCOL)
-            frame = HEADER.pack(len(payload), xxhash.xxh3_64_intdigest(payload)) + payload
+            payload = pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL)
+            check = xxhash.xxh3_64_intdigest(payload)
+            frame = HEADER.pack(len(payload), check, os.getpid()) + payload
             fcntl.lockf(self.fd, fcntl.LOCK_EX)
             try:
                 end = os.lseek(self.fd, 0, os.SEEK_END)
@@ -112,10 +114,13 @@ class MemoExchange:
             size = os.fstat(self.fd).st_size
             me = os.getpid()
             while self.read_to + HEADER.size <= size:
-                n, check = HEADER.unpack(os.pread(self.fd, HEADER.size, self.read_to))
+                n, check, pid = HEADER.unpack(os.pread(self.fd, HEADER.size, self.read_to))
                 start = self.read_to + HEADER.size
                 if start + n > size:
                     break  # being written: read next time
+                if pid == me:  # its own: known here already, not even read
+                    self.read_to = start + n
+                    continue
                 payload = b"".join(
                     os.pread(self.fd, min(_READ, start + n - at), at)
                     for at in range(start, start + n, _READ)
@@ -124,9 +129,7 @@ class MemoExchange:
                     self._stop(f"a frame at byte {self.read_to} does not check")
                     return
                 self.read_to = start + n
-                pid, news = pickle.loads(payload)
-                if pid != me:
-                    self.taken += learn(news, f"process {pid}")
+                self.taken += learn(pickle.loads(payload), f"process {pid}")
         except Exception as exc:
             self._stop(f"{type(exc).__name__}: {exc}")
 

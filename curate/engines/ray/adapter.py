@@ -19,6 +19,7 @@ import json
 import logging
 import os
 import pickle
+import struct
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -40,7 +41,8 @@ every time (out of memory, a crash in a stage's library) must stop the run inste
 
 def run_partition(blob: bytes, learnt: Sequence[Any] = ()) -> tuple[tuple[str, bytes], bytes]:
     """Run one pickled task: its record (JSON), or a user's error, pickled; and what its
-    stages learnt (`memo_exchange.news_of_stages`, pickled; b"" when nothing).
+    stages learnt (`memo_exchange.news_of_stages`: the worker's pid, then their pickle; b""
+    when nothing).
 
     A user's error (a `CurateError`: bad input with `on_error: fail`, a full disk) comes
     back as a value, pickled, for the driver to raise as it is: raised here, Ray would
@@ -66,6 +68,7 @@ def run_partition(blob: bytes, learnt: Sequence[Any] = ()) -> tuple[tuple[str, b
     return result, _told()
 
 
+_PID = struct.Struct("<Q")  # a news object's writer, before its pickle
 _TAKEN: set[str] = set()
 """The news objects this worker has taken in (or told), by object id."""
 
@@ -78,12 +81,12 @@ def _take_in(refs: Sequence[Any]) -> None:
 
     try:
         blobs = ray.get(list(pending))
+        me = os.getpid()
         for ref, blob in zip(pending, blobs, strict=True):
             _TAKEN.add(ref.hex())
-            if blob:
-                pid, news = pickle.loads(blob)
-                if pid != os.getpid():
-                    memo_exchange.learn(news, f"Ray worker {pid}")
+            if blob and _PID.unpack_from(blob)[0] != me:  # its own: known here already
+                news = pickle.loads(memoryview(blob)[_PID.size :])
+                memo_exchange.learn(news, f"Ray worker {_PID.unpack_from(blob)[0]}")
     except Exception as exc:  # sharing is an optimisation: never a reason to fail
         log.debug("memos not taken in: %s: %s", type(exc).__name__, exc)
 
@@ -91,7 +94,9 @@ def _take_in(refs: Sequence[Any]) -> None:
 def _told() -> bytes:
     try:
         news = memo_exchange.news_of_stages()
-        return pickle.dumps((os.getpid(), news), protocol=pickle.HIGHEST_PROTOCOL) if news else b""
+        if not news:
+            return b""
+        return _PID.pack(os.getpid()) + pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL)
     except Exception as exc:
         log.debug("memos not told: %s: %s", type(exc).__name__, exc)
         return b""

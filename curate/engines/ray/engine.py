@@ -163,6 +163,8 @@ class RayEngine(Engine):
         warm_ups = {ref.hex() for ref in running}
         told: list[Any] = []  # what finished tasks' stages learnt: later tasks take it in
         news_of: dict[str, Any] = {}  # a running task's record ref (hex) -> its news ref
+        # a pass none of whose stages keeps memos to share hands on nothing: no task fetches
+        learns = any(type(m).learnt is not Stage.learnt for t in tasks[:1] for m in t.maps)
         while waiting or running:
             while waiting and len(running) < limit:
                 blob = waiting.pop()
@@ -182,7 +184,7 @@ class RayEngine(Engine):
                 if error:  # a user's error (bad input, full disk), as raised
                     raise pickle.loads(error)
                 news = news_of.pop(ref.hex(), None)
-                if news is not None and len(told) < TOLD:
+                if learns and news is not None and len(told) < TOLD:
                     told.append(news)
                 rec = PartitionRecord.from_json(json.loads(record))
                 records[rec.partition] = rec
