@@ -3,7 +3,7 @@
 With one worker everything runs in this process (easy to debug and profile). Results
 are gathered by partition key, so the output never depends on finishing order.
 A partition whose completion record is already in the staging folder (a previous,
-interrupted run of the same fingerprint) is not run again. Forked workers pass what their
+interrupted run of the same fingerprint) is not run again. The workers pass what their
 stages' memos learn to each other between partitions (`memo_exchange`).
 """
 
