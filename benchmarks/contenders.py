@@ -9,6 +9,7 @@ the first in file order, then line order.
 
 from __future__ import annotations
 
+import compileall
 import os
 import shutil
 import subprocess
@@ -116,6 +117,13 @@ def contender_env() -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
+
+
+def precompile(folders: list[Path]) -> None:
+    """Write bytecode for source checkouts, as installing a package would (with
+    `contender_env`, the runs then read it instead of compiling every module each time)."""
+    for folder in folders:
+        compileall.compile_dir(folder, quiet=1, workers=2)
 
 
 def default_curate_executable() -> str:

@@ -18,7 +18,6 @@ Usage: python -m benchmarks.normalize_dedup --size 100 --size 400 --rounds 2
 from __future__ import annotations
 
 import argparse
-import compileall
 import hashlib
 import json
 import os
@@ -35,6 +34,7 @@ from benchmarks.contenders import (
     all_contenders,
     curate_folder,
     default_curate_executable,
+    precompile,
 )
 from benchmarks.measure import MIB, run_measured, wait_for_quiet
 from benchmarks.outputs import Digest
@@ -50,12 +50,6 @@ def warm(info: corpus.CorpusInfo) -> None:
         with open(info.folder / name, "rb") as handle:
             while handle.read(CHUNK):
                 pass
-
-
-def precompile(folders: list[Path]) -> None:
-    """Write bytecode for source checkouts, as installing a package would."""
-    for folder in folders:
-        compileall.compile_dir(folder, quiet=1, workers=2)
 
 
 def sha256_cost(paths: list[Path]) -> tuple[float, int]:

@@ -37,7 +37,6 @@ Writes benchmarks/results/pii.md and pii.json (pii-<mb>.md/json for other sizes,
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import platform
@@ -52,7 +51,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from benchmarks.contenders import contender_env
+from benchmarks.contenders import contender_env, precompile
 from benchmarks.measure import machine_busy
 
 HERE = Path(__file__).resolve().parent
@@ -65,12 +64,6 @@ SITE = Path(
 SITE_SUFFIXES = {".py", ".md", ".rst", ".txt", ".cfg", ".toml", ".pyi"}
 SITE_NAMES = {"METADATA", "LICENSE", "LICENCE", "AUTHORS", "COPYING", "NOTICE", "README"}
 MAX_DOC_BYTES = 10**6
-
-
-def compile_curate() -> None:
-    """The tree's curate compiled once, read as bytecode by every run (as an installed curate
-    is: `contenders.contender_env`); Presidio's side reads what pip compiled."""
-    compileall.compile_dir(HERE.parent / "curate", quiet=1)
 
 
 def children_cpu() -> float:
@@ -376,7 +369,7 @@ def main() -> None:
     if args.plain_worker:
         _plain_worker(Path(args.plain_worker[0]), Path(args.plain_worker[1]))
         return
-    compile_curate()
+    precompile([HERE.parent / "curate"])  # read as bytecode, as an install's is
     kinds = args.corpus or ["docs", "site"]
     results = []
     for kind in kinds:

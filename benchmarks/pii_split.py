@@ -40,8 +40,8 @@ from typing import Any
 
 import yaml
 
-from benchmarks.contenders import contender_env
-from benchmarks.pii import WORK, build_corpus, compile_curate, load, pii_recipe
+from benchmarks.contenders import contender_env, precompile
+from benchmarks.pii import WORK, build_corpus, load, pii_recipe
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
@@ -148,7 +148,7 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=50)
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    compile_curate()
+    precompile([HERE.parent / "curate"])
     corpus = build_corpus(args.mb)
     rounds = []
     for k in range(args.rounds):

@@ -18,8 +18,13 @@ from collections import Counter
 from pathlib import Path
 
 from benchmarks import corpus
-from benchmarks.contenders import Curate, contender_env, curate_folder, default_curate_executable
-from benchmarks.normalize_dedup import precompile
+from benchmarks.contenders import (
+    Curate,
+    contender_env,
+    curate_folder,
+    default_curate_executable,
+    precompile,
+)
 
 
 def parse(raw: Path) -> tuple[Counter, Counter, Counter, int]:
