@@ -20,7 +20,7 @@ that does not check, a payload that does not load, a log past its size limit: sh
 stops there, and the workers go on as they would without it.
 What a stage takes in can never change an output (`Stage.learnt`), so neither the order in
 which workers read, nor what they miss, changes a byte. The Ray engine passes the same news
-(`news_of_stages`, `learn`) as each task's second result, handed to the tasks after it
+(`packed_news`, `learn_packed`) as each task's second result, handed to the tasks after it
 (`curate/engines/ray/adapter.py`).
 """
 
@@ -85,10 +85,9 @@ class MemoExchange:
         if self.stopped:
             return
         try:
-            news = news_of_stages()
-            if not news:
+            payload = packed_news()
+            if not payload:
                 return
-            payload = pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL)
             check = xxhash.xxh3_64_intdigest(payload)
             frame = HEADER.pack(len(payload), check, os.getpid()) + payload
             fcntl.lockf(self.fd, fcntl.LOCK_EX)
@@ -129,7 +128,7 @@ class MemoExchange:
                     self._stop(f"a frame at byte {self.read_to} does not check")
                     return
                 self.read_to = start + n
-                self.taken += learn(pickle.loads(payload), f"process {pid}")
+                self.taken += learn_packed(payload, f"process {pid}")
         except Exception as exc:
             self._stop(f"{type(exc).__name__}: {exc}")
 
@@ -138,21 +137,23 @@ def _in_worker(fd: Any, limit: int) -> MemoExchange:
     return MemoExchange(limit, fd.detach())
 
 
-def news_of_stages() -> dict[str, Any]:
+def packed_news() -> bytes:
     """What each stage this process has set up learnt since it last told, by its set-up key
-    (the same key in every worker of a run); empty when nothing."""
+    (the same key in every worker of a run), pickled; b"" when nothing. What a log frame
+    carries, and a Ray task's news object after its writer's pid."""
     news = {}
     for key, stage in list(set_up_stages().items()):
         learnt = stage.learnt()
         if learnt is not None:
             news[key] = learnt
-    return news
+    return pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL) if news else b""
 
 
-def learn(news: dict[str, Any], source: str) -> int:
-    """Hand each stage set up here what the same stage learnt elsewhere (`source`, for the
-    log); returns how many stages took something in. A stage not set up here takes nothing:
-    there is nothing of it to warm."""
+def learn_packed(payload: bytes | memoryview, source: str) -> int:
+    """Hand each stage set up here what the same stage learnt elsewhere (`packed_news` of
+    another process; `source` names it in the log); returns how many stages took something
+    in. A stage not set up here takes nothing: there is nothing of it to warm."""
+    news: dict[str, Any] = pickle.loads(payload)
     stages = set_up_stages()
     taken = 0
     for key, learnt in news.items():

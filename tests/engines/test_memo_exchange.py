@@ -9,6 +9,7 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,15 @@ def learner(monkeypatch: pytest.MonkeyPatch) -> Learner:
     return stage
 
 
+@pytest.fixture
+def exchange() -> Iterator[MemoExchange]:
+    log = MemoExchange()
+    try:
+        yield log
+    finally:
+        log.close()
+
+
 def _child(exchange: MemoExchange, learner: Learner, learn: dict[str, int]) -> None:
     """In a forked child: learn, tell, exit without running the parent's atexit hooks."""
     learner.memo.update(learn)
@@ -71,50 +81,40 @@ def _fork(exchange: MemoExchange, learner: Learner, learn: dict[str, int]) -> No
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_a_worker_takes_in_what_the_others_told(learner: Learner) -> None:
-    exchange = MemoExchange()
-    try:
-        _fork(exchange, learner, {"a": 1, "b": 2})
-        _fork(exchange, learner, {"c": 3})
-        learner.memo["mine"] = 0
-        exchange.tell()  # its own frame: skipped when it reads
-        exchange.take_in()
-        assert learner.memo == {"mine": 0, "a": 1, "b": 2, "c": 3}
-        assert exchange.taken == 2 and not exchange.stopped
-        exchange.take_in()  # read to the end: nothing again
-        assert exchange.taken == 2
-    finally:
-        exchange.close()
+def test_a_worker_takes_in_what_the_others_told(learner: Learner, exchange: MemoExchange) -> None:
+    _fork(exchange, learner, {"a": 1, "b": 2})
+    _fork(exchange, learner, {"c": 3})
+    learner.memo["mine"] = 0
+    exchange.tell()  # its own frame: skipped when it reads
+    exchange.take_in()
+    assert learner.memo == {"mine": 0, "a": 1, "b": 2, "c": 3}
+    assert exchange.taken == 2 and not exchange.stopped
+    exchange.take_in()  # read to the end: nothing again
+    assert exchange.taken == 2
 
 
-def test_a_frame_being_written_is_read_next_time(learner: Learner) -> None:
-    exchange = MemoExchange()
-    try:
-        _fork(exchange, learner, {"a": 1})
-        whole = os.fstat(exchange.fd).st_size
-        data = os.pread(exchange.fd, whole, 0)
-        os.ftruncate(exchange.fd, whole - 3)  # as a reader may find it mid-write
-        exchange.take_in()
-        assert learner.memo == {} and not exchange.stopped
-        os.pwrite(exchange.fd, data, 0)
-        exchange.take_in()
-        assert learner.memo == {"a": 1}
-    finally:
-        exchange.close()
+def test_a_frame_being_written_is_read_next_time(learner: Learner, exchange: MemoExchange) -> None:
+    _fork(exchange, learner, {"a": 1})
+    whole = os.fstat(exchange.fd).st_size
+    data = os.pread(exchange.fd, whole, 0)
+    os.ftruncate(exchange.fd, whole - 3)  # as a reader may find it mid-write
+    exchange.take_in()
+    assert learner.memo == {} and not exchange.stopped
+    os.pwrite(exchange.fd, data, 0)
+    exchange.take_in()
+    assert learner.memo == {"a": 1}
 
 
-def test_a_damaged_frame_stops_the_sharing_not_the_worker(learner: Learner) -> None:
-    exchange = MemoExchange()
-    try:
-        _fork(exchange, learner, {"a": 1})
-        os.pwrite(exchange.fd, b"\xff", HEADER.size + 2)  # a byte of the payload
-        exchange.take_in()
-        assert exchange.stopped and learner.memo == {}
-        learner.memo["b"] = 2
-        exchange.tell()  # stopped: nothing appended, nothing raised
-        assert exchange.told == 0
-    finally:
-        exchange.close()
+def test_a_damaged_frame_stops_the_sharing_not_the_worker(
+    learner: Learner, exchange: MemoExchange
+) -> None:
+    _fork(exchange, learner, {"a": 1})
+    os.pwrite(exchange.fd, b"\xff", HEADER.size + 2)  # a byte of the payload
+    exchange.take_in()
+    assert exchange.stopped and learner.memo == {}
+    learner.memo["b"] = 2
+    exchange.tell()  # stopped: nothing appended, nothing raised
+    assert exchange.told == 0
 
 
 def test_a_full_log_stops_the_sharing(learner: Learner) -> None:
@@ -129,39 +129,29 @@ def test_a_full_log_stops_the_sharing(learner: Learner) -> None:
 
 
 def test_a_stage_failing_to_tell_stops_the_sharing_not_the_worker(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, exchange: MemoExchange
 ) -> None:
     class Broken(Learner):
         def learnt(self) -> Any:
             raise RuntimeError("a bug in a stage's memo")
 
     monkeypatch.setattr(tasks, "_READY", {"broken": Broken()})
-    exchange = MemoExchange()
-    try:
-        exchange.tell()
-        assert exchange.stopped and exchange.told == 0
-    finally:
-        exchange.close()
+    exchange.tell()
+    assert exchange.stopped and exchange.told == 0
 
 
-def test_the_log_has_no_name() -> None:
-    exchange = MemoExchange()
-    try:
-        assert os.readlink(f"/proc/self/fd/{exchange.fd}").startswith("/memfd:curate-memos")
-    finally:
-        exchange.close()
+def test_the_log_has_no_name(exchange: MemoExchange) -> None:
+    assert os.readlink(f"/proc/self/fd/{exchange.fd}").startswith("/memfd:curate-memos")
 
 
-def test_stages_without_memos_tell_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stages_without_memos_tell_nothing(
+    monkeypatch: pytest.MonkeyPatch, exchange: MemoExchange
+) -> None:
     from curate.stages.normalize import Normalize
 
     monkeypatch.setattr(tasks, "_READY", {"n": Normalize(Normalize.Params())})
-    exchange = MemoExchange()
-    try:
-        exchange.tell()
-        assert os.fstat(exchange.fd).st_size == 0
-    finally:
-        exchange.close()
+    exchange.tell()
+    assert os.fstat(exchange.fd).st_size == 0
 
 
 def test_without_memfd_nothing_is_shared(monkeypatch: pytest.MonkeyPatch) -> None:

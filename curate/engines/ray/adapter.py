@@ -41,8 +41,7 @@ every time (out of memory, a crash in a stage's library) must stop the run inste
 
 def run_partition(blob: bytes, learnt: Sequence[Any] = ()) -> tuple[tuple[str, bytes], bytes]:
     """Run one pickled task: its record (JSON), or a user's error, pickled; and what its
-    stages learnt (`memo_exchange.news_of_stages`: the worker's pid, then their pickle; b""
-    when nothing).
+    stages learnt (the worker's pid, then `memo_exchange.packed_news`; b"" when nothing).
 
     A user's error (a `CurateError`: bad input with `on_error: fail`, a full disk) comes
     back as a value, pickled, for the driver to raise as it is: raised here, Ray would
@@ -84,19 +83,17 @@ def _take_in(refs: Sequence[Any]) -> None:
         me = os.getpid()
         for ref, blob in zip(pending, blobs, strict=True):
             _TAKEN.add(ref.hex())
-            if blob and _PID.unpack_from(blob)[0] != me:  # its own: known here already
-                news = pickle.loads(memoryview(blob)[_PID.size :])
-                memo_exchange.learn(news, f"Ray worker {_PID.unpack_from(blob)[0]}")
+            pid = _PID.unpack_from(blob)[0] if blob else me
+            if pid != me:  # its own: known here already
+                memo_exchange.learn_packed(memoryview(blob)[_PID.size :], f"Ray worker {pid}")
     except Exception as exc:  # sharing is an optimisation: never a reason to fail
         log.debug("memos not taken in: %s: %s", type(exc).__name__, exc)
 
 
 def _told() -> bytes:
     try:
-        news = memo_exchange.news_of_stages()
-        if not news:
-            return b""
-        return _PID.pack(os.getpid()) + pickle.dumps(news, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = memo_exchange.packed_news()
+        return _PID.pack(os.getpid()) + payload if payload else b""
     except Exception as exc:
         log.debug("memos not told: %s: %s", type(exc).__name__, exc)
         return b""
