@@ -15,19 +15,21 @@ import multiprocessing
 import signal
 import sys
 import threading
-from concurrent.futures import FIRST_COMPLETED, Executor, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ProcessPoolExecutor, wait
 from multiprocessing import resource_tracker
 from multiprocessing.context import BaseContext
 
 import pyarrow as pa
 
 from curate.collective.frame import Summaries
-from curate.engines import memo_exchange
+from curate.engines import help_desk, memo_exchange
 from curate.engines.barrier_step import summary_files
 from curate.engines.base import Engine
+from curate.engines.help_desk import HelpDesk
 from curate.engines.job import Job, ProgressFn
 from curate.engines.memo_exchange import MemoExchange
 from curate.engines.tasks import PassTask, run_pass_task
+from curate.stages.shared_work import helps
 from curate.staging.record import PartitionRecord
 
 log = logging.getLogger(__name__)
@@ -36,9 +38,10 @@ log = logging.getLogger(__name__)
 _EXCHANGE: MemoExchange | None = None  # in a worker: the log its stages' memos share
 
 
-def _worker_init(exchange: MemoExchange | None = None) -> None:
+def _worker_init(exchange: MemoExchange | None = None, desk: HelpDesk | None = None) -> None:
     global _EXCHANGE
     _EXCHANGE = exchange
+    help_desk.join(desk)
     # Ctrl-C reaches the whole foreground process group: the driver alone handles it and
     # terminates the workers, so none prints a traceback or finishes its task first.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -92,6 +95,7 @@ class LocalEngine(Engine):
         self.workers = max(1, workers)
         self._pool: Executor | None = None
         self._exchange: MemoExchange | None = None
+        self._desk: HelpDesk | None = None
 
     def start(self) -> None:
         """Start the workers now, before the driver starts any thread of its own.
@@ -116,6 +120,7 @@ class LocalEngine(Engine):
             ctx.set_forkserver_preload(["curate.engines.no_sigint", "curate.engines.tasks"])
             # started here: starting it unblocks SIGINT, which must stay blocked below
             resource_tracker.ensure_running()
+        self._desk = HelpDesk(self.workers, ctx)  # inherited by a forked worker, else sent
         # A Ctrl-C before _worker_init would interrupt a starting worker (or the forkserver
         # importing its preloads): they start with SIGINT blocked, a mask that fork and exec
         # keep, and unblock it once they ignore it. Here, a Ctrl-C (which another thread may
@@ -126,7 +131,10 @@ class LocalEngine(Engine):
         blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=ctx, initializer=_worker_init, initargs=(exchange,)
+                self.workers,
+                mp_context=ctx,
+                initializer=_worker_init,
+                initargs=(exchange, self._desk),
             )
             for _ in range(self.workers):  # starts every worker now
                 self._pool.submit(_warm)
@@ -164,6 +172,7 @@ class LocalEngine(Engine):
         if self._pool is not None:
             self._pool.shutdown(cancel_futures=True)
             self._pool = None
+        self._desk = None
         self._close_exchange()
 
     def _close_exchange(self) -> None:
@@ -176,6 +185,7 @@ class LocalEngine(Engine):
         seconds to minutes. Completion records and checkpoints are written atomically after
         the files they name, so what they record is kept and the next run resumes from it."""
         pool, self._pool = self._pool, None
+        self._desk = None
         if pool is None:
             return
         # Python 3.14 has ProcessPoolExecutor.terminate_workers(); before, only _processes
@@ -206,14 +216,27 @@ class LocalEngine(Engine):
                 progress(phase, len(records), total)
             return
         pending = {pool.submit(_run_task, task) for task in tasks}
-        while pending:
-            # Timed: a Ctrl-C can reach any thread of the driver (polars and Arrow start
-            # their own), and Python's handler runs only once the main thread wakes up.
-            done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
-            for future in done:
-                record = future.result()
-                records[record.partition] = record
-                progress(phase, len(records), total)
+        desk = self._desk if any(helps(m) for task in tasks for m in task.maps) else None
+        helpers: list[Future[int]] = []
+        if desk is not None:  # queued behind the partitions: taken once none is left
+            desk.open()
+            helpers = [pool.submit(help_desk.serve) for _ in range(self.workers)]
+        try:
+            while pending:
+                # Timed: a Ctrl-C can reach any thread of the driver (polars and Arrow start
+                # their own), and Python's handler runs only once the main thread wakes up.
+                done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
+                for future in done:
+                    record = future.result()
+                    records[record.partition] = record
+                    progress(phase, len(records), total)
+        finally:
+            if desk is not None:
+                desk.close()
+        for helper in helpers:  # home within help_desk.POLL once the pass is over
+            helped = helper.result()
+            if helped:
+                log.debug("a worker helped with %d documents", helped)
 
     def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
         from curate.collective.local import LocalSummaries

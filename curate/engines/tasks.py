@@ -87,15 +87,20 @@ def ready(stage: S) -> S:
     Equal means the same class, parameters, context and software (a tokenizer's file
     digests are in its software: a tokenizer edited on disk is loaded again).
     """
-    key = (
-        f"{type(stage).__module__}.{type(stage).__qualname__}:{stage.params.model_dump_json()}"
-        f":{stage.context!r}:{sorted(stage.software().items())}"
-    )
+    key = ready_key(stage)
     cached = _READY.get(key)
     if cached is None:
         stage.setup()
         _READY[key] = cached = stage
     return cast(S, cached)
+
+
+def ready_key(stage: Stage) -> str:
+    """The key `ready` keeps a stage under: the same in every worker of a run."""
+    return (
+        f"{type(stage).__module__}.{type(stage).__qualname__}:{stage.params.model_dump_json()}"
+        f":{stage.context!r}:{sorted(stage.software().items())}"
+    )
 
 
 def set_up_stages() -> dict[str, Stage]:

@@ -37,6 +37,7 @@ from curate.errors import CurateError
 from curate.io.batches import ID, PII_FOUND
 from curate.reasons import PII
 from curate.stages.base import MapStage, StageParams, StageResult, rejected_table
+from curate.stages.shared_work import each
 from curate.stats import LOG2, Stats
 
 Action = Literal["redact", "mask", "hash", "drop_document"]
@@ -249,8 +250,24 @@ class Pii(MapStage[PiiParams]):
             out.append(text)
         return out
 
-    def process(self, batch: pa.RecordBatch) -> StageResult:
+    def help_with(self, text: str | None) -> tuple[list[Any], bool, int] | str | None:
+        """One document's analysis (`curate.stages.shared_work`): its spans, whether the
+        analyzer ran, and the Presidio log records dropped meanwhile; the type of the
+        failure when analysing it failed; None for no text."""
         from curate.pii import quiet
+
+        if not text:
+            return None
+        if not hasattr(self, "_analysis"):
+            self.setup()
+        before = quiet.dropped()
+        try:
+            found, ran = self._analysis.analyze(text)
+        except Exception as exc:
+            return type(exc).__name__
+        return found, ran, quiet.dropped() - before
+
+    def process(self, batch: pa.RecordBatch) -> StageResult:
         from curate.pii.spans import final_spans, replace
 
         if not hasattr(self, "_analysis"):
@@ -260,21 +277,21 @@ class Pii(MapStage[PiiParams]):
         rows = u.rows.tolist()
         unit = "messages" if u.chat else "documents"
         counters: Counter[str] = Counter()
-        dropped_before = quiet.dropped()
         found_in: dict[int, list[tuple[int, list[Any]]]] = {}  # row -> [(unit, spans)]
-        for k, text in enumerate(texts):
-            if not text:
+        suppressed = 0
+        for k, analysed in enumerate(each(self, texts, self.help_with)):
+            if analysed is None:
                 continue
-            try:
-                found, ran = self._analysis.analyze(text)
-            except Exception as exc:  # never echo the text: the type of failure and the row
+            if isinstance(analysed, str):  # never echo the text: the type of failure and the row
                 raise CurateError(
                     f"pii: analysing document {batch.column(ID)[rows[k]].as_py()!r} failed "
-                    f"({type(exc).__name__})"
-                ) from None
+                    f"({analysed})"
+                )
+            found, ran, dropped = analysed
+            suppressed += dropped
             counters[f"{unit}/analyzed" if ran else f"{unit}/skipped"] += 1
             if found:
-                found_in.setdefault(rows[k], []).append((k, final_spans(text, found)))
+                found_in.setdefault(rows[k], []).append((k, final_spans(texts[k] or "", found)))
         out = list(texts)
         keep = [True] * batch.num_rows
         reasons: list[str] = []
@@ -309,7 +326,6 @@ class Pii(MapStage[PiiParams]):
         counters["documents/changed"] += changed
         if u.chat:
             counters["messages/changed"] += changed_units
-        suppressed = quiet.dropped() - dropped_before
         if suppressed:
             counters["log_records_suppressed"] += suppressed
         result = batch

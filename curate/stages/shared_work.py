@@ -1,0 +1,40 @@
+"""A stage's work on each document, which an engine may share with workers that are idle.
+
+A stage whose work on one document depends on that document and the stage's configuration
+alone defines `help_with(item)` and goes through its documents with `each(self, items,
+self.help_with)`. Where nothing is installed (one worker, Ray, the driver) that is a loop;
+the local engine installs its help desk in each worker (`curate.engines.help_desk`), which
+may hand some of the items to another worker's `help_with` of the same stage, set up with
+the same configuration: so the results must not depend on which process computed them.
+Kept apart from the engines, so a stage's code hash does not cover engine code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+Share = Callable[[Any, Sequence[Any], Callable[[Any], Any]], list[Any]]
+_SHARE: Share | None = None
+
+
+def install(share: Share | None) -> None:
+    """Set (or with None, remove) how this process shares stages' items."""
+    global _SHARE
+    _SHARE = share
+
+
+def each(stage: Any, items: Sequence[T], work: Callable[[T], R]) -> list[R]:
+    """`work(item)` for every item, in order (`work` is `stage.help_with`)."""
+    share = _SHARE
+    if share is None or len(items) < 2:
+        return [work(item) for item in items]
+    return share(stage, items, work)
+
+
+def helps(stage: Any) -> bool:
+    """Whether the stage's documents may be shared (it defines `help_with`)."""
+    return callable(getattr(stage, "help_with", None))
