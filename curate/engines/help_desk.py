@@ -113,19 +113,24 @@ class HelpDesk:
                         self.idle[me] = 0
                         self.state[_WAITING] -= 1
                         return helped
-            poster, key, items, base = reader.recv()
-            done = self._work(poster, key, items, base)
+            poster, key, rest, base = reader.recv()
+            done = self._work(poster, key, rest, base)
             writer.send(done)
             helped += len(done[1]) if done[0] == "ok" else 0
 
-    def _work(self, poster: int, key: str, items: list[Any], base: int) -> tuple[str, Any]:
+    def _work(
+        self, poster: int, key: str, rest: list[tuple[int, Any]], base: int
+    ) -> tuple[str, Any]:
+        """The items of `poster`'s job this process claims: `rest` holds (index, item) from
+        position `base` of the job's order on."""
         stage = set_up_stages().get(key)
         done: dict[int, Any] = {}
         if stage is None:  # not set up in this process: the poster does the work
             return "ok", done
         try:
-            while (k := self.claim(poster)) >= 0:
-                done[k] = stage.help_with(items[k - base])  # type: ignore[attr-defined]
+            while (p := self.claim(poster)) >= 0:
+                i, item = rest[p - base]
+                done[i] = stage.help_with(item)  # type: ignore[attr-defined]
         except Exception as exc:  # the type only: a message may quote a document
             self.stop(poster)
             return "failed", type(exc).__name__
@@ -133,7 +138,8 @@ class HelpDesk:
         return "ok", done
 
     def claim(self, poster: int) -> int:
-        """The next document of `poster`'s job to work on, -1 when none is left."""
+        """The position (in its order) of the next item of `poster`'s job to work on, -1
+        when none is left."""
         with self.lock:
             k = self.next[poster]
             if k >= self.ends[poster]:
@@ -171,22 +177,24 @@ class HelpDesk:
 
 
 class _Job:
-    """This process's documents, shared with helpers from index `start` on."""
+    """This process's items from position `start` of `order` on, shared with helpers."""
 
-    def __init__(self, desk: HelpDesk, stage: Stage, items: Sequence[Any], start: int) -> None:
-        self.desk, self.items = desk, items
+    def __init__(
+        self, desk: HelpDesk, stage: Stage, items: Sequence[Any], order: list[int], start: int
+    ) -> None:
+        self.desk, self.items, self.order = desk, items, order
         self.key = ready_key(stage)
         self.helpers: list[int] = []
         with desk.lock:
             desk.next[desk.slot] = start
-            desk.ends[desk.slot] = len(items)
+            desk.ends[desk.slot] = len(order)
 
     def hand_out(self, slots: list[int]) -> None:
-        """Send the documents not claimed yet to the helpers in `slots`."""
+        """Send the items not claimed yet, with their indices, to the helpers in `slots`."""
         desk, me = self.desk, self.desk.slot
         with desk.lock:
             start = desk.next[me]
-        rest = list(self.items[start:])
+        rest = [(i, self.items[i]) for i in self.order[start:]]
         for s in slots:
             desk.inbox[s][1].send((me, self.key, rest, start))
             self.helpers.append(s)
@@ -194,16 +202,17 @@ class _Job:
     def finish(self, out: list[Any], work: Callable[[Any], Any]) -> list[Any]:
         desk, me = self.desk, self.desk.slot
         try:
-            while (k := desk.claim(me)) >= 0:
-                out[k] = work(self.items[k])
+            while (p := desk.claim(me)) >= 0:
+                i = self.order[p]
+                out[i] = work(self.items[i])
                 if desk.waiting() and (slots := desk.recruit()):
                     self.hand_out(slots)
         finally:
             desk.stop(me)  # after a failure here too: helpers claim nothing more
             started = time.perf_counter()
             for helper in self.helpers:
-                for k, result in desk.collect(helper).items():
-                    out[k] = result
+                for i, result in desk.collect(helper).items():
+                    out[i] = result
             waited = time.perf_counter() - started
             log.debug("waited %.3f s for %d helpers", waited, len(self.helpers))
         return out
@@ -222,17 +231,25 @@ def serve() -> int:
     return _DESK.serve() if _DESK is not None else 0
 
 
-def share(stage: Stage, items: Sequence[T], work: Callable[[T], R]) -> list[R]:
-    """`work(item)` for every item, in order, from the first moment a helper waits with
-    the helpers (see the module). `work` is `stage.help_with`."""
+def share(
+    stage: Stage,
+    items: Sequence[T],
+    work: Callable[[T], R],
+    size: Callable[[T], int] | None = None,
+) -> list[R]:
+    """`work(item)` for every item, from the first moment a helper waits with the helpers
+    (see the module), and with `size` the largest first: a document that costs seconds is
+    then not the last one left. `work` is `stage.help_with`; results are in the items' order."""
     desk = _DESK
-    out: list[Any] = [None] * len(items)
-    for i, item in enumerate(items):
-        if desk is not None and len(items) - i > 1 and desk.waiting():
+    n = len(items)
+    order = list(range(n)) if size is None else sorted(range(n), key=lambda i: -size(items[i]))
+    out: list[Any] = [None] * n
+    for p, i in enumerate(order):
+        if desk is not None and n - p > 1 and desk.waiting():
             slots = desk.recruit()
             if slots:
-                job = _Job(desk, stage, items, i)
+                job = _Job(desk, stage, items, order, p)
                 job.hand_out(slots)
                 return job.finish(out, work)
-        out[i] = work(item)
+        out[i] = work(items[i])
     return out

@@ -279,7 +279,7 @@ class Pii(MapStage[PiiParams]):
         counters: Counter[str] = Counter()
         found_in: dict[int, list[tuple[int, list[Any]]]] = {}  # row -> [(unit, spans)]
         suppressed = 0
-        for k, analysed in enumerate(each(self, texts, self.help_with)):
+        for k, analysed in enumerate(each(self, texts, self.help_with, _length)):
             if analysed is None:
                 continue
             if isinstance(analysed, str):  # never echo the text: the type of failure and the row
@@ -391,3 +391,7 @@ class Pii(MapStage[PiiParams]):
             return around("\n\n".join(parts), f"<{reason.removeprefix('changed:')}>"), whole
 
         return offer(self, found, shown, self.context.examples)
+
+
+def _length(text: str | None) -> int:
+    return len(text) if text else 0

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 R = TypeVar("R")
 
-Share = Callable[[Any, Sequence[Any], Callable[[Any], Any]], list[Any]]
+Share = Callable[[Any, Sequence[Any], Callable[[Any], Any], Callable[[Any], int] | None], list[Any]]
 _SHARE: Share | None = None
 
 
@@ -27,12 +27,18 @@ def install(share: Share | None) -> None:
     _SHARE = share
 
 
-def each(stage: Any, items: Sequence[T], work: Callable[[T], R]) -> list[R]:
-    """`work(item)` for every item, in order (`work` is `stage.help_with`)."""
+def each(
+    stage: Any,
+    items: Sequence[T],
+    work: Callable[[T], R],
+    size: Callable[[T], int] | None = None,
+) -> list[R]:
+    """`work(item)` for every item (`work` is `stage.help_with`), in the items' order. With
+    `size`, what is shared goes largest first, so what is left at the end is small."""
     share = _SHARE
     if share is None or len(items) < 2:
         return [work(item) for item in items]
-    return share(stage, items, work)
+    return share(stage, items, work, size)
 
 
 def helps(stage: Any) -> bool:
