@@ -463,8 +463,10 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
         if one and many:
             lines.append(
                 f"- {r['corpus']}: the pii stage's own seconds over all partitions (setup "
-                f"excluded) are {many / one:.3f}x with {w} workers what they are with 1: the "
-                "partitions' work itself slows down when the workers run at once."
+                f"excluded) are {many / one:.3f}x with {w} workers what they are with 1 (above "
+                "1: the partitions' work slows down when the workers run at once; a partition's "
+                "seconds also hold what idle workers computed of it at the pass's end, "
+                "`curate.engines.help_desk`, and lack what it computed of another's)."
             )
     lines.append("")
     for r in results:
