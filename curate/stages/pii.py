@@ -286,7 +286,7 @@ class Pii(MapStage[PiiParams]):
                 raise CurateError(
                     f"pii: analysing document {batch.column(ID)[rows[k]].as_py()!r} failed "
                     f"({analysed})"
-                )
+                ) from None
             found, ran, dropped = analysed
             suppressed += dropped
             counters[f"{unit}/analyzed" if ran else f"{unit}/skipped"] += 1
