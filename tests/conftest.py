@@ -3,8 +3,11 @@ chmods and bit flips that damage a published version as a user or a disk would."
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,31 @@ def write_recipe(folder: Path, **overrides: Any) -> Path:
     path = folder / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     return path
+
+
+def pii_run_verbose(folder: Path, inputs: str, partition_size: str, workers: int) -> str:
+    """`curate -vv run` of a pii-only recipe in a fresh process, in `folder` (made here, with
+    a stage cache of its own); returns its stderr, where the workers' debug lines land.
+    The version is `folder`/out/t/v1."""
+    folder.mkdir()
+    recipe = {
+        "name": "t", "inputs": [inputs], "id_field": "id", "partition_size": partition_size,
+        "stages": [{"pii": {}}], "output": {"root": "out", "fsync": False},
+        "engine": {"workers": workers},
+    }  # fmt: skip
+    (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
+    env = {**os.environ, "CURATE_CACHE": str(folder / "cache")}
+    cmd = [sys.executable, "-m", "curate.cli", "-vv", "run", "recipe.yaml"]
+    proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc.stderr
+
+
+def shard_digests(version: Path) -> list[str]:
+    """sha256 of each of a version's shards, in name order (at least one)."""
+    shards = sorted((version / "shards").glob("*.arrow"))
+    assert shards
+    return [hashlib.sha256(s.read_bytes()).hexdigest() for s in shards]
 
 
 def corpus(n: int, *, dup_every: int = 5, prefix: str = "d") -> list[dict[str, Any]]:

@@ -3,12 +3,10 @@ forked processes at a real desk, and a real `curate run` whose last partition is
 
 from __future__ import annotations
 
-import hashlib
 import json
 import multiprocessing
 import os
 import re
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import corpus, write_jsonl
+from conftest import corpus, pii_run_verbose, shard_digests, write_jsonl
 
 from curate.engines import help_desk, tasks
 from curate.engines.help_desk import HelpDesk
@@ -189,27 +186,13 @@ def test_a_late_costly_partition_is_shared_and_the_bytes_stay_one_workers(
     digests = {}
     for workers in (2, 1):
         folder = tmp_path / f"w{workers}"
-        folder.mkdir()
-        recipe = {
-            "name": "t", "inputs": [str(data / "*.jsonl")], "id_field": "id",
-            "partition_size": "1MB", "stages": [{"pii": {}}],
-            "output": {"root": "out", "fsync": False}, "engine": {"workers": workers},
-        }  # fmt: skip
-        (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-        env = {**os.environ, "CURATE_CACHE": str(folder / "cache")}
-        cmd = [sys.executable, "-m", "curate.cli", "-vv", "run", "recipe.yaml"]
-        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=300)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        helped = [int(n) for n in re.findall(r"helped pii with (\d+) documents", proc.stderr)]
-        assert (sum(helped) > 0) == (workers == 2), proc.stderr[-3000:]
+        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "1MB", workers)
+        helped = [int(n) for n in re.findall(r"helped pii with (\d+) documents", stderr)]
+        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
         version = folder / "out" / "t" / "v1"
-        manifest = json.loads((version / "manifest.json").read_text())
-        counters = manifest["stages"][0]["counters"]
+        counters = json.loads((version / "manifest.json").read_text())["stages"][0]["counters"]
         assert counters["documents/analyzed"] + counters.get("documents/skipped", 0) == 74
-        shards = sorted((version / "shards").glob("*.arrow"))
-        assert shards
-        digests[workers] = [hashlib.sha256(s.read_bytes()).hexdigest() for s in shards]
+        digests[workers] = shard_digests(version)
     assert digests[2] == digests[1]
 
 

@@ -3,19 +3,15 @@ anonymous log; a damaged or full log stops the sharing, never a task."""
 
 from __future__ import annotations
 
-import hashlib
 import multiprocessing
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
-from conftest import corpus, write_jsonl
+from conftest import corpus, pii_run_verbose, shard_digests, write_jsonl
 
 from curate.engines import tasks
 from curate.engines.memo_exchange import HEADER, MemoExchange
@@ -187,21 +183,8 @@ def test_a_two_worker_run_shares_pii_memos_and_writes_one_workers_bytes(
     digests = {}
     for workers in (2, 1):
         folder = tmp_path / f"w{workers}"
-        folder.mkdir()
-        recipe = {
-            "name": "t", "inputs": [str(tmp_path / "data" / "a.jsonl")], "id_field": "id",
-            "partition_size": "4KB", "stages": [{"pii": {}}],
-            "output": {"root": "out", "fsync": False}, "engine": {"workers": workers},
-        }  # fmt: skip
-        (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
-        env = {**os.environ, "CURATE_CACHE": str(folder / "cache")}
-        cmd = [sys.executable, "-m", "curate.cli", "-vv", "run", "recipe.yaml"]
-        proc = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True,
-                              timeout=300)  # fmt: skip
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        took = re.findall(r"took in what pii learnt in process (\d+)", proc.stderr)
-        assert bool(took) == (workers == 2), proc.stderr[-3000:]
-        shards = sorted((folder / "out" / "t" / "v1" / "shards").glob("*.arrow"))
-        assert shards
-        digests[workers] = [hashlib.sha256(s.read_bytes()).hexdigest() for s in shards]
+        stderr = pii_run_verbose(folder, str(tmp_path / "data" / "a.jsonl"), "4KB", workers)
+        took = re.findall(r"took in what pii learnt in process (\d+)", stderr)
+        assert bool(took) == (workers == 2), stderr[-3000:]
+        digests[workers] = shard_digests(folder / "out" / "t" / "v1")
     assert digests[2] == digests[1]
