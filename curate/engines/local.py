@@ -4,7 +4,8 @@ With one worker everything runs in this process (easy to debug and profile). Res
 are gathered by partition key, so the output never depends on finishing order.
 A partition whose completion record is already in the staging folder (a previous,
 interrupted run of the same fingerprint) is not run again. The workers pass what their
-stages' memos learn to each other between partitions (`memo_exchange`).
+stages' memos learn to each other between partitions (`memo_exchange`), and at the end of a
+pass those with no partition left help the busy ones through their documents (`help_desk`).
 """
 
 from __future__ import annotations
