@@ -152,10 +152,11 @@ class HelpDesk:
         with self.lock:
             self.next[poster] = self.ends[poster]
 
-    def recruit(self) -> list[int]:
-        """The slots of the helpers waiting now, taken off the desk for a job."""
+    def recruit(self, most: int) -> list[int]:
+        """The slots of at most `most` helpers waiting now, taken off the desk for a job
+        (each gets a copy of the items left: no more helpers than items)."""
         with self.lock:
-            slots = [s for s in range(len(self.idle)) if self.idle[s]]
+            slots = [s for s in range(len(self.idle)) if self.idle[s]][: max(0, most)]
             for s in slots:
                 self.idle[s] = 0
             self.state[_WAITING] -= len(slots)
@@ -205,7 +206,8 @@ class _Job:
             while (p := desk.claim(me)) >= 0:
                 i = self.order[p]
                 out[i] = work(self.items[i])
-                if desk.waiting() and (slots := desk.recruit()):
+                left = len(self.order) - p - 1  # at most: others may have claimed some
+                if left > 1 and desk.waiting() and (slots := desk.recruit(left - 1)):
                     self.hand_out(slots)
         finally:
             desk.stop(me)  # after a failure here too: helpers claim nothing more
@@ -246,7 +248,7 @@ def share(
     out: list[Any] = [None] * n
     for p, i in enumerate(order):
         if desk is not None and n - p > 1 and desk.waiting():
-            slots = desk.recruit()
+            slots = desk.recruit(n - p - 1)
             if slots:
                 job = _Job(desk, stage, items, order, p)
                 job.hand_out(slots)

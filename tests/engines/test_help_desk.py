@@ -158,6 +158,30 @@ def test_helpers_go_home_when_the_pass_ends(desk: HelpDesk, doubler: Doubler) ->
     assert not desk.waiting()
 
 
+def test_no_more_helpers_are_taken_than_asked_for(doubler: Doubler) -> None:
+    """Each helper taken gets a copy of the items left, so a job takes no more helpers than
+    items: `recruit(most)` leaves the others waiting at the desk."""
+    desk = HelpDesk(3, multiprocessing.get_context("fork"))
+    help_desk.join(desk)
+    desk.open()
+    try:
+        pids = [_helper(desk, lambda: doubler) for _ in range(2)]
+        deadline = time.monotonic() + 30
+        while desk.state[1] < 2:  # both at the desk
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        taken = desk.recruit(1)
+        assert len(taken) == 1 and desk.state[1] == 1  # one still waits
+        desk.next[desk.slot] = desk.ends[desk.slot] = 0  # an empty job: nothing to claim
+        desk.inbox[taken[0]][1].send((desk.slot, KEY, [], 0))
+        assert desk.collect(taken[0]) == {}
+        desk.close()
+        assert [_exit_code(pid) for pid in pids] == [3, 3]
+    finally:
+        desk.close()
+        help_desk.join(None)
+
+
 def test_every_slot_taken_leaves_a_worker_without_a_desk() -> None:
     desk = HelpDesk(1, multiprocessing.get_context("fork"))
     assert desk.join()
