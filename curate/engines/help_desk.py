@@ -243,11 +243,13 @@ def share(
     (see the module), and with `size` the largest first: a document that costs seconds is
     then not the last one left. `work` is `stage.help_with`; results are in the items' order."""
     desk = _DESK
+    if desk is None:  # installed only with a desk (`join`)
+        return [work(item) for item in items]
     n = len(items)
     order = list(range(n)) if size is None else sorted(range(n), key=lambda i: -size(items[i]))
     out: list[Any] = [None] * n
     for p, i in enumerate(order):
-        if desk is not None and n - p > 1 and desk.waiting():
+        if n - p > 1 and desk.waiting():
             slots = desk.recruit(n - p - 1)
             if slots:
                 job = _Job(desk, stage, items, order, p)

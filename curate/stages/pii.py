@@ -234,14 +234,19 @@ class Pii(MapStage[PiiParams]):
             return self.params.mask_char * len(value)
         return token(self._secret, entity, value, self.params.hash_digits)
 
+    def _set_up(self) -> None:
+        """`setup()` once, for a stage used without an engine's `tasks.ready` (examples in
+        the driver, tests)."""
+        if not hasattr(self, "_analysis"):
+            self.setup()
+
     def shown(self, texts: list[str | None]) -> list[str | None]:
         """The texts with every value this stage would act on replaced by its type tag,
         whatever the action (drop_document, mask and hash included): how examples show the
         text of documents that never reached this stage (`curate.examples.privacy`)."""
         from curate.pii.spans import final_spans, replace
 
-        if not hasattr(self, "_analysis"):
-            self.setup()
+        self._set_up()
         out: list[str | None] = []
         for text in texts:
             found = self._analysis.analyze(text)[0] if text else None
@@ -258,8 +263,7 @@ class Pii(MapStage[PiiParams]):
 
         if not text:
             return None
-        if not hasattr(self, "_analysis"):
-            self.setup()
+        self._set_up()
         before = quiet.dropped()
         try:
             found, ran = self._analysis.analyze(text)
@@ -270,8 +274,7 @@ class Pii(MapStage[PiiParams]):
     def process(self, batch: pa.RecordBatch) -> StageResult:
         from curate.pii.spans import final_spans, replace
 
-        if not hasattr(self, "_analysis"):
-            self.setup()
+        self._set_up()
         u = self.text_units(batch)  # documents, or the chosen messages of conversations
         texts: list[str | None] = u.texts.to_pylist()
         rows = u.rows.tolist()
