@@ -381,6 +381,9 @@ class PartitionRun:
                 self.record.input_stat = list(input_watch.discovered(self.part.input))
                 self.record.digest = keys.digest
             for chunk in reuse.chunks(cache, self.part.index, reuse.input.meta["chunks"]):
+                # counted as it is read, as `_source_chunks` counts: a resumed partition
+                # skips the chunks its checkpoint covers, and their documents were read too
+                self.record.read += chunk.read
                 yield chunk.batch, chunk.quarantined, chunk
             if self.task.pass_index == 0:
                 input_watch.check(self.part.input)
@@ -432,8 +435,8 @@ class PartitionRun:
         return batch, tables, counts
 
     def _replayed(self, chunk: Chunk) -> None:
-        """Count what the reused stages did to this chunk, as a run of them would have."""
-        self.record.read += chunk.read
+        """Count what the reused stages did to this chunk, as a run of them would have (its
+        documents read were counted as `_chunks` read it)."""
         if chunk.prev is not None:
             self.prev_counts.add(_no_seconds(chunk.prev))
         for pos, counts in zip(self.task.positions, chunk.counts, strict=False):

@@ -173,3 +173,32 @@ def test_a_kill_while_deciding_on_new_inputs_leaves_nothing_and_the_rerun_publis
     assert finished(curate_run(scratch, tmp_path / "s.log")) == 0
     assert (dataset / "LATEST").read_text().strip() == "v2"
     assert published(dataset) == published(tmp_path / "scratch" / "t") != v1
+
+
+def test_a_partition_resumed_mid_replay_counts_the_documents_it_had_read(tmp_path: Path) -> None:
+    """One pass, whose first stages replay from the cache: a partition killed after it wrote
+    a shard resumes from its checkpoint, past chunks the cache replays. Their documents were
+    read before the kill; the resumed run counts them, or reconciling the counts would refuse
+    the version, and every later run of the recipe too (read 62 short in a 2-worker run
+    killed between a partition's entries and its record)."""
+    make_data(tmp_path)
+
+    def one_pass(name: str, last: int, root: str = "out") -> Path:
+        data = json.loads(json.dumps(BASE))
+        data["stages"] = [{"normalize": {}}, {"filter_length": {"min_words": last}}]
+        data["output"] |= {"root": root, "shard_size": 1}  # a shard, so a checkpoint, a chunk
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    assert finished(curate_run(one_pass("first", 6), tmp_path / "first.log")) == 0
+    second = one_pass("second", 7)  # normalize replays, filter_length runs
+    killed = tmp_path / "killed.log"
+    assert finished(curate_run(second, killed, kill_at="shard_write:3")) == -signal.SIGKILL
+    assert phases(killed)["cache_read"] >= 3
+    staging = next((tmp_path / "out" / "t").glob(".staging-*"))
+    assert list(staging.glob("pass-0/part-*.ckpt.json"))  # resumed from, not started over
+    resumed = tmp_path / "resumed.log"
+    assert finished(curate_run(second, resumed)) == 0
+    assert finished(curate_run(one_pass("scratch", 7, "scratch"), tmp_path / "s.log")) == 0
+    assert published(tmp_path / "out" / "t") == published(tmp_path / "scratch" / "t")
