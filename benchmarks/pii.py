@@ -51,6 +51,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from benchmarks import host_probe
 from benchmarks.contenders import contender_env, precompile
 from benchmarks.measure import machine_busy
 
@@ -295,17 +296,27 @@ def one_round(
     workers: int,
     partition_size: str = "2MB",
     reference: dict[str, str] | None = None,
+    probe_mb: float = 0.0,
 ) -> tuple[dict[str, dict[str, float]], dict[str, Any]]:
     """All contenders once, in an order that rotates with the round; outputs compared. With
     `reference` (plain Presidio's texts from an earlier round) plain Presidio is not run:
-    its output and cost do not change between rounds, the curate runs' wall ratio does."""
+    its output and cost do not change between rounds, the curate runs' wall ratio does.
+    With `probe_mb`, `benchmarks.host_probe` runs between the two curate runs: what the host
+    gave `workers` copies of plain Presidio's work at once then, the ceiling of their ratio."""
     names = ["plain", f"run{workers}", "run1"] if reference is None else [f"run{workers}", "run1"]
     order = names[k % len(names) :] + names[: k % len(names)]
+    if probe_mb:  # right after the first curate run: as close to both as it can be
+        first = min(order.index(f"run{workers}"), order.index("run1"))
+        order.insert(first + 1, "probe")
     out: dict[str, dict[str, float]] = {}
     texts: dict[str, dict[str, str]] = {}
     manifest: dict[str, Any] = {}
     for name in order:
         busy0 = machine_busy()
+        if name == "probe":
+            out[name] = host_probe.probe(corpus, probe_mb, workers)
+            print(json.dumps({"round": k, "contender": name, **out[name]}), flush=True)
+            continue
         if name == "plain":
             target = WORK / "plain.json"
             wall, cpu_s = plain_presidio_cold(corpus, target)
@@ -328,7 +339,12 @@ def one_round(
 
 
 def measure(
-    corpus: Path, rounds: int, workers: int, partition_size: str, plain_rounds: int | None = None
+    corpus: Path,
+    rounds: int,
+    workers: int,
+    partition_size: str,
+    plain_rounds: int | None = None,
+    probe_mb: float = 0.0,
 ) -> dict[str, Any]:
     docs = load(corpus)
     size = sum(len(d["text"].encode()) for d in docs) / 1e6
@@ -338,7 +354,9 @@ def measure(
     reference: dict[str, str] | None = None
     for k in range(rounds):
         plain_too = plain_rounds is None or k < max(1, plain_rounds)
-        got, info = one_round(corpus, k, workers, partition_size, None if plain_too else reference)
+        got, info = one_round(
+            corpus, k, workers, partition_size, None if plain_too else reference, probe_mb
+        )
         reference = info.pop("plain")
         differ |= set(info["differ"])
         for name, row in got.items():
@@ -363,6 +381,49 @@ def paired_ratio(rounds: dict[str, list[dict[str, float]]], workers: int) -> flo
     )
 
 
+def probe_lines(results: list[dict[str, Any]], w: int) -> list[str]:
+    """Each round's curate ratio beside what the host probe measured in that round."""
+    if not all("probe" in r["rounds"] for r in results):
+        return []
+    lines = [
+        f"Each round, `benchmarks.host_probe` ran between the two curate runs: plain Presidio's "
+        f"analysis of the corpus's first {results[0]['rounds']['probe'][0].get('mb', 0.5)} MB, "
+        f"set up and warmed once, timed in one process alone and in {w} forked copies at once: "
+        f"the speed-up the host gave {w} processes with no serial part and nothing to wait for, "
+        "right then (the ceiling of the curate runs' ratio; foreign load does not show it). "
+        "The last column is the curate ratio as a share of that ceiling.",
+        "",
+        f"| corpus | round | 1 worker wall s | {w} workers wall s | ratio | host probe: alone s | "
+        f"{w} at once s | host speed-up | ratio / host |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        rounds = r["rounds"]
+        for k, (one, many, pr) in enumerate(
+            zip(rounds["run1"], rounds[f"run{w}"], rounds["probe"], strict=True)
+        ):
+            ratio = one["wall_s"] / many["wall_s"]
+            lines.append(
+                f"| {r['corpus']} | {k} | {one['wall_s']:.2f} | {many['wall_s']:.2f} | {ratio:.2f}x "
+                f"| {pr['alone_s']:.2f} | {pr['together_s']:.2f} | {pr['speedup']:.2f}x "
+                f"| {ratio / pr['speedup']:.0%} |"
+            )
+    lines.append("")
+    for r in results:
+        rounds = r["rounds"]
+        host = [p["speedup"] for p in rounds["probe"]]
+        share = [
+            one["wall_s"] / many["wall_s"] / p["speedup"]
+            for one, many, p in zip(rounds["run1"], rounds[f"run{w}"], rounds["probe"], strict=True)
+        ]
+        lines.append(
+            f"- {r['corpus']}: the host gave {w} processes {statistics.median(host):.2f}x "
+            f"(median; {min(host):.2f}-{max(host):.2f}x over the rounds); the curate runs' "
+            f"ratio was {statistics.median(share):.0%} of the round's ceiling (median)."
+        )
+    return [*lines, ""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mb", type=int, default=50)
@@ -373,6 +434,8 @@ def main() -> None:
     ap.add_argument("--plain-rounds", type=int, default=None,
                     help="run plain Presidio (~4 min per 50 MB) in the first N rounds only; "
                     "the curate runs in every round, checked against its output")  # fmt: skip
+    ap.add_argument("--probe-mb", type=float, default=0.5,
+                    help="the host probe's slice of the corpus, each round (0: no probe)")  # fmt: skip
     ap.add_argument("--profile-mb", type=float, default=2)  # plain Presidio: ~8 CPU s per MB
     ap.add_argument("--plain-worker", nargs=2, metavar=("CORPUS", "OUT"), help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -384,9 +447,9 @@ def main() -> None:
     results = []
     for kind in kinds:
         corpus = build_corpus(args.mb) if kind == "docs" else build_site_corpus(args.mb)
-        results.append(
-            measure(corpus, args.rounds, args.workers, args.partition_size, args.plain_rounds)
-        )
+        got = measure(corpus, args.rounds, args.workers, args.partition_size, args.plain_rounds,
+                      args.probe_mb)  # fmt: skip
+        results.append(got)
     docs = load(build_corpus(args.mb))
     profile = recognizer_seconds([d for d, _ in _prefix(docs, args.profile_mb)])
     setup = setup_cost()
@@ -449,6 +512,7 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
             f"Presidio: **{med['plain']['cpu_s'] / med[f'run{w}']['cpu_s']:.1f}x**"
         )
     lines += ["", *summary, ""]
+    lines += probe_lines(results, w)
     lines += [
         f"Where the wall time of the curate runs goes (medians, s; partition_size {args.partition_size}): "
         "before the first pass (planning; with 2+ workers also the pii setup before the fork, "
@@ -505,6 +569,7 @@ def report(args: Any, results: list[dict[str, Any]], profile: list[tuple[str, fl
         f"Command: `python -m benchmarks.pii --mb {args.mb} --workers {w} --rounds {args.rounds} {kinds}"
         + ("" if args.partition_size == "2MB" else f" --partition-size {args.partition_size}")
         + ("" if args.plain_rounds is None else f" --plain-rounds {args.plain_rounds}")
+        + ("" if args.probe_mb == 0.5 else f" --probe-mb {args.probe_mb}")
         + "`",
         "",
     ]
