@@ -31,7 +31,7 @@ from curate.engines.base import Engine
 from curate.engines.help_desk import HelpDesk
 from curate.engines.job import Job, ProgressFn
 from curate.engines.memo_exchange import MemoExchange
-from curate.engines.tasks import PassTask, run_pass_task
+from curate.engines.tasks import PassTask, freeze_setups, run_pass_task
 from curate.stages.shared_work import helps
 from curate.staging.record import PartitionRecord
 
@@ -52,6 +52,7 @@ def _worker_init(exchange: MemoExchange | None = None, desk: HelpDesk | None = N
     # One process per core already: keep Arrow's own pools from oversubscribing.
     pa.set_cpu_count(1)
     pa.set_io_thread_count(1)
+    freeze_setups()
 
 
 def _warm() -> int:

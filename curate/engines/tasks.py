@@ -11,6 +11,7 @@ that is both the partition's completion marker and its fragment of the manifest.
 from __future__ import annotations
 
 import errno
+import gc
 import logging
 import os
 import pickle
@@ -85,14 +86,39 @@ def ready(stage: S) -> S:
     """The stage with `setup()` done, once per worker process for equal stage configurations.
 
     Equal means the same class, parameters, context and software (a tokenizer's file
-    digests are in its software: a tokenizer edited on disk is loaded again).
+    digests are in its software: a tokenizer edited on disk is loaded again). In a process
+    the engine started for curate's work alone (`freeze_setups`), what the setup built is
+    then frozen out of the cyclic garbage collector's reach, as a forked worker's inherited
+    set-up is (`local._frozen_for_fork`).
     """
     key = ready_key(stage)
     cached = _READY.get(key)
     if cached is None:
         stage.setup()
         _READY[key] = cached = stage
+        if _FREEZE_SETUPS:
+            gc.freeze()
     return cast(S, cached)
+
+
+_FREEZE_SETUPS = False
+
+
+def freeze_setups() -> None:
+    """Called by a worker process of the local engine as it starts (never in the driver, a
+    notebook's process through the Python API): its modules now, and each stage's setup
+    as `ready` makes it, are frozen for the worker's life.
+
+    A set-up stage lives as long as the worker, and the pii stage's Presidio is tens of
+    thousands of objects: every full collection in the worker scanned them all again. A
+    worker forked from the driver inherits them frozen; one started from a forkserver (the
+    driver ran threads, or had imported polars) or set up after the fork (any stage but
+    pii, or pii when the driver expected its output from the stage cache) builds its own,
+    and froze nothing. Frozen objects are still freed when their last reference goes; only
+    a cycle among them would never be collected, and a set-up stage is not garbage."""
+    global _FREEZE_SETUPS
+    _FREEZE_SETUPS = True
+    gc.freeze()
 
 
 def ready_key(stage: Stage) -> str:

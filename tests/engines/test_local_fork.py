@@ -19,16 +19,21 @@ PROBE = textwrap.dedent(
     held = [[i] for i in range(10_000)]  # the driver's own objects, as a plan or a model
     if sys.argv[1] == "user-froze":
         gc.freeze()
+    if sys.argv[1] == "threaded":  # a thread runs: the engine starts a forkserver instead
+        import threading
+        stop = threading.Event()
+        threading.Thread(target=stop.wait, daemon=True).start()
     before = gc.get_freeze_count()
     engine = LocalEngine(2)
     engine.start()
     try:
         assert engine.forks() is False  # started: the pool exists
+        method = engine._pool._mp_context.get_start_method()
         workers = [engine._pool.submit(gc.get_freeze_count).result() for _ in range(4)]
         after = gc.get_freeze_count()
     finally:
         engine.close()
-    print(json.dumps({"before": before, "after": after, "workers": workers}))
+    print(json.dumps({"before": before, "after": after, "workers": workers, "method": method}))
     """
 )
 
@@ -58,3 +63,52 @@ def test_a_driver_that_froze_objects_of_its_own_keeps_them_frozen() -> None:
     got = probe("user-froze")
     assert isinstance(got["before"], int) and got["before"] > 10_000
     assert isinstance(got["after"], int) and got["after"] > 10_000  # still frozen: not unfrozen
+
+
+def test_workers_started_from_a_forkserver_freeze_what_they_hold_as_they_start() -> None:
+    """They inherit nothing from the driver, so nothing frozen: each freezes its own modules
+    as it starts (`tasks.freeze_setups`), and each stage's setup once built."""
+    got = probe("threaded")
+    assert got["method"] == "forkserver"
+    assert got["after"] == 0
+    workers = got["workers"]
+    assert isinstance(workers, list) and len(workers) == 4
+    assert all(count > 10_000 for count in workers)  # pyarrow's and curate's modules
+
+
+SETUP = textwrap.dedent(
+    """
+    import gc, json, sys
+    from curate.engines import tasks
+    from curate.stages.base import StageContext
+    from curate.stages.pii import Pii, PiiParams
+
+    if sys.argv[1] == "worker":
+        tasks.freeze_setups()
+    before = gc.get_freeze_count()
+    stage = tasks.ready(Pii(PiiParams(), StageContext()))
+    after = gc.get_freeze_count()
+    again = tasks.ready(Pii(PiiParams(), StageContext()))
+    print(json.dumps({"before": before, "after": after, "same": again is stage,
+                      "again": gc.get_freeze_count()}))
+    """
+)
+
+
+def setup_probe(case: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, "-c", SETUP, case], capture_output=True, text=True, check=True
+    )
+    result: dict[str, object] = json.loads(out.stdout.splitlines()[-1])
+    return result
+
+
+def test_a_worker_freezes_each_stage_setup_it_builds_and_the_driver_does_not() -> None:
+    """Presidio's recognizers, built in a worker, are out of its collector's reach from then
+    on; in the driver (a notebook's process) the same setup leaves the collector alone."""
+    worker = setup_probe("worker")
+    assert isinstance(worker["before"], int) and isinstance(worker["after"], int)
+    assert worker["after"] > worker["before"] + 10_000
+    assert worker["same"] is True and worker["again"] == worker["after"]  # set up once
+    driver = setup_probe("driver")
+    assert driver["before"] == 0 and driver["after"] == 0
