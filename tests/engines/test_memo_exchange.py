@@ -172,10 +172,14 @@ def test_a_two_worker_run_shares_pii_memos_and_writes_one_workers_bytes(
     tmp_path: Path,
 ) -> None:
     """A real `curate run -vv` with 2 forked workers: a worker logs what it took in from the
-    other, and the shards are those of a 1-worker run."""
+    other, and the shards are those of a 1-worker run.
+
+    13 partitions: with 5, a worker's first partition (the slowest: its first-use costs)
+    could outlast the other worker's four, every take-in of which then came before any
+    telling (4 runs in 20 logged none); with 13, each of 12 runs logged 10 take-ins."""
     pytest.importorskip("presidio_analyzer")
-    docs = corpus(160)
-    for i in range(0, 160, 3):
+    docs = corpus(480)
+    for i in range(0, len(docs), 3):
         docs[i]["text"] += (
             f" Call (415) 555-{i % 40:04d} or +44 20 7946 {i % 30:04d}, v2.{i % 9}.1."
         )
