@@ -176,7 +176,7 @@ def test_a_two_worker_run_shares_pii_memos_and_writes_one_workers_bytes(
 
     13 partitions: with 5, a worker's first partition (the slowest: its first-use costs)
     could outlast the other worker's four, every take-in of which then came before any
-    telling (4 runs in 20 logged none); with 13, each of 12 runs logged 10 take-ins."""
+    telling (6 runs in 26 logged none); with 13, each of 12 runs logged 10 take-ins."""
     pytest.importorskip("presidio_analyzer")
     docs = corpus(480)
     for i in range(0, len(docs), 3):
