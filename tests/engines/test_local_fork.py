@@ -38,9 +38,10 @@ PROBE = textwrap.dedent(
 )
 
 
-def probe(case: str) -> dict[str, object]:
+def probe(case: str, script: str = PROBE) -> dict[str, object]:
+    """What `script` printed last (JSON), run in a fresh interpreter with `case`."""
     out = subprocess.run(
-        [sys.executable, "-c", PROBE, case], capture_output=True, text=True, check=True
+        [sys.executable, "-c", script, case], capture_output=True, text=True, check=True
     )
     result: dict[str, object] = json.loads(out.stdout.splitlines()[-1])
     return result
@@ -95,20 +96,12 @@ SETUP = textwrap.dedent(
 )
 
 
-def setup_probe(case: str) -> dict[str, object]:
-    out = subprocess.run(
-        [sys.executable, "-c", SETUP, case], capture_output=True, text=True, check=True
-    )
-    result: dict[str, object] = json.loads(out.stdout.splitlines()[-1])
-    return result
-
-
 def test_a_worker_freezes_each_stage_setup_it_builds_and_the_driver_does_not() -> None:
     """Presidio's recognizers, built in a worker, are out of its collector's reach from then
     on; in the driver (a notebook's process) the same setup leaves the collector alone."""
-    worker = setup_probe("worker")
+    worker = probe("worker", SETUP)
     assert isinstance(worker["before"], int) and isinstance(worker["after"], int)
     assert worker["after"] > worker["before"] + 10_000
     assert worker["same"] is True and worker["again"] == worker["after"]  # set up once
-    driver = setup_probe("driver")
+    driver = probe("driver", SETUP)
     assert driver["before"] == 0 and driver["after"] == 0
