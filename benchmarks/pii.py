@@ -18,7 +18,9 @@ curate's modules again: about 0.25 CPU-s of the driver's, before the fork).
 
 Rounds are paired (all contenders in each round, order rotating); medians are reported,
 with the foreign load of each round: CPU time the rest of the machine used meanwhile
-(from /proc/stat), in cores. Two corpora: `docs`, the first MB of benchmarks.corpus's
+(from /proc/stat), in cores. Between a round's two curate runs `benchmarks.host_probe`
+measures what the host gives two processes at that moment (a load the foreign-load figure
+does not show): the ceiling each round's 2-worker/1-worker ratio is read against. Two corpora: `docs`, the first MB of benchmarks.corpus's
 100 MB corpus (man pages, /usr/share/doc files, Python's standard library: the corpus
 the stage was tuned on), and `site`, files of this Python environment's site-packages
 (third-party sources, their READMEs, licences and metadata), which it was not tuned on.
@@ -28,6 +30,7 @@ plain and as curate runs them, and the setup of one process.
 
     python -m benchmarks.pii --mb 50 [--corpus docs --corpus site] [--rounds 5] [--partition-size 8MB]
         [--plain-rounds N]   (plain Presidio in the first N rounds only: ~4 min a round saved)
+        [--probe-mb 0.5]     (the host probe's slice of the corpus; 0: no probe)
 
 Writes benchmarks/results/pii.md and pii.json (pii-<mb>.md/json for other sizes, with
 -partition-<size> for another --partition-size).
