@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import queue
 import statistics
 import subprocess
 import sys
@@ -29,6 +30,7 @@ from typing import Any
 from benchmarks.contenders import contender_env
 
 HERE = Path(__file__).resolve().parent
+TIMEOUT_S = 600  # a copy analyses its slice in a few seconds
 
 
 def probe(corpus: Path, mb: float = 0.5, copies: int = 2) -> dict[str, float]:
@@ -75,11 +77,16 @@ def _copy(engine: Any, texts: list[str], start: Any, times: Any) -> None:
 def _timed(engine: Any, texts: list[str], copies: int) -> float:
     """Wall seconds from the first copy's start to the last copy's end."""
     ctx = multiprocessing.get_context("fork")  # the copies share the set-up engine
-    start, times = ctx.Barrier(copies), ctx.Queue()
+    start, times = ctx.Barrier(copies, timeout=TIMEOUT_S), ctx.Queue()
     procs = [ctx.Process(target=_copy, args=(engine, texts, start, times)) for _ in range(copies)]
     for p in procs:
         p.start()
-    spans = [times.get() for _ in procs]
+    try:  # a copy that died never reports: fail, rather than wait for it for ever
+        spans = [times.get(timeout=TIMEOUT_S) for _ in procs]
+    except queue.Empty:
+        for p in procs:
+            p.kill()
+        raise RuntimeError(f"a probe copy did not report within {TIMEOUT_S} s") from None
     for p in procs:
         p.join()
         if p.exitcode != 0:
