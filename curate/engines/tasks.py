@@ -115,7 +115,9 @@ def freeze_setups() -> None:
     driver ran threads, or had imported polars) or set up after the fork (any stage but
     pii, or pii when the driver expected its output from the stage cache) builds its own,
     and froze nothing. Frozen objects are still freed when their last reference goes; only
-    a cycle among them would never be collected, and a set-up stage is not garbage."""
+    a cycle among them is never collected. A set-up stage is not garbage, and what else was
+    alive at that moment (the partition's batch in hand) is freed as usual, but for a cycle
+    among it, which stays until the worker exits with the pool, at the end of the build."""
     global _FREEZE_SETUPS
     _FREEZE_SETUPS = True
     gc.freeze()
