@@ -61,6 +61,7 @@ class MemoExchange:
         self.stopped = False
         self.taken = 0  # stages' news this process took in from others (tests, logs)
         self.told = 0  # frames this process appended
+        self.held: frozenset[str] = frozenset()  # the set-up stages the log was read for
 
     def __reduce__(self) -> tuple[Any, ...]:
         """To a worker the pool starts from a forkserver (the driver ran threads, so it did
@@ -106,10 +107,19 @@ class MemoExchange:
             self._stop(f"{type(exc).__name__}: {exc}")
 
     def take_in(self) -> None:
-        """Take in what the other processes appended since this one last read."""
+        """Take in what the other processes appended since this one last read.
+
+        A stage set up here since then (in a worker's first partition: a worker started
+        from a forkserver sets the pii stage up itself, and any worker the stages the
+        driver does not) skipped what was told for it before: the log is read again from
+        its start, and the stages that took a frame in already find nothing new in it."""
         if self.stopped:
             return
         try:
+            held = frozenset(set_up_stages())
+            if held - self.held:
+                self.read_to = 0
+            self.held = held
             size = os.fstat(self.fd).st_size
             me = os.getpid()
             while self.read_to + HEADER.size <= size:

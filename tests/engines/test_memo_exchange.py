@@ -89,6 +89,23 @@ def test_a_worker_takes_in_what_the_others_told(learner: Learner, exchange: Memo
     assert exchange.taken == 2
 
 
+def test_a_stage_set_up_after_news_arrived_takes_them_in(
+    monkeypatch: pytest.MonkeyPatch, learner: Learner, exchange: MemoExchange
+) -> None:
+    """A worker started from a forkserver sets the pii stage up in its first partition,
+    after reading the log for it: the next read starts again from the log's start."""
+    _fork(exchange, learner, {"a": 1})  # another worker, which had the stage set up
+    ready: dict[str, Learner] = {}  # this one, which has not yet
+    monkeypatch.setattr(tasks, "_READY", ready)
+    exchange.take_in()  # nothing set up here yet: the frame is for no stage of this process
+    assert exchange.taken == 0
+    ready["learner-key"] = late = Learner()  # set up in the partition that followed
+    exchange.take_in()
+    assert late.memo == {"a": 1} and exchange.taken == 1
+    exchange.take_in()  # nothing set up since: read on from where it stopped
+    assert exchange.taken == 1
+
+
 def test_a_frame_being_written_is_read_next_time(learner: Learner, exchange: MemoExchange) -> None:
     _fork(exchange, learner, {"a": 1})
     whole = os.fstat(exchange.fd).st_size
