@@ -20,9 +20,10 @@ Rounds are paired (all contenders in each round, order rotating); medians are re
 with the foreign load of each round: CPU time the rest of the machine used meanwhile
 (from /proc/stat), in cores. Between a round's two curate runs `benchmarks.host_probe`
 measures what the host gives two processes at that moment (a load the foreign-load figure
-does not show): the ceiling each round's 2-worker/1-worker ratio is read against. Two corpora: `docs`, the first MB of benchmarks.corpus's
-100 MB corpus (man pages, /usr/share/doc files, Python's standard library: the corpus
-the stage was tuned on), and `site`, files of this Python environment's site-packages
+does not show): the ceiling each round's 2-worker/1-worker ratio is read against.
+
+Two corpora: `docs`, the first MB of benchmarks.corpus's 100 MB corpus (man pages,
+/usr/share/doc files, Python's standard library: the corpus the stage was tuned on), and `site`, files of this Python environment's site-packages
 (third-party sources, their READMEs, licences and metadata), which it was not tuned on.
 The output of every curate run must equal plain Presidio's text for every document (the
 benchmark exits non-zero otherwise). Where the time goes: each recognizer's CPU seconds,
@@ -315,11 +316,11 @@ def one_round(
     texts: dict[str, dict[str, str]] = {}
     manifest: dict[str, Any] = {}
     for name in order:
-        busy0 = machine_busy()
         if name == "probe":
             out[name] = host_probe.probe(corpus, probe_mb, workers)
             print(json.dumps({"round": k, "contender": name, **out[name]}), flush=True)
             continue
+        busy0 = machine_busy()
         if name == "plain":
             target = WORK / "plain.json"
             wall, cpu_s = plain_presidio_cold(corpus, target)
