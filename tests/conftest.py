@@ -40,14 +40,20 @@ def write_recipe(folder: Path, **overrides: Any) -> Path:
     return path
 
 
-def pii_run_verbose(folder: Path, inputs: str, partition_size: str, workers: int) -> str:
-    """`curate -vv run` of a pii-only recipe in a fresh process, in `folder` (made here, with
-    a stage cache of its own); returns its stderr, where the workers' debug lines land.
-    The version is `folder`/out/t/v1."""
+def pii_run_verbose(
+    folder: Path,
+    inputs: str,
+    partition_size: str,
+    workers: int,
+    stages: list[dict[str, Any]] | None = None,
+) -> str:
+    """`curate -vv run` of a pii-only recipe (or of `stages`) in a fresh process, in `folder`
+    (made here, with a stage cache of its own); returns its stderr, where the workers' debug
+    lines land. The version is `folder`/out/t/v1."""
     folder.mkdir()
     recipe = {
         "name": "t", "inputs": [inputs], "id_field": "id", "partition_size": partition_size,
-        "stages": [{"pii": {}}], "output": {"root": "out", "fsync": False},
+        "stages": stages or [{"pii": {}}], "output": {"root": "out", "fsync": False},
         "engine": {"workers": workers},
     }  # fmt: skip
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))

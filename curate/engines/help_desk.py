@@ -98,7 +98,7 @@ class HelpDesk:
         return self.state[_WAITING] > 0
 
     def serve(self) -> int:
-        """Wait for jobs until the pass ends; returns the documents this process helped with."""
+        """Wait for jobs until the pass ends; returns how many items this process computed."""
         me, helped = self.slot, 0
         reader, writer = self.inbox[me][0], self.outbox[me][1]
         while True:
@@ -134,7 +134,7 @@ class HelpDesk:
         except Exception as exc:  # the type only: a message may quote a document
             self.stop(poster)
             return "failed", type(exc).__name__
-        log.debug("helped %s with %d documents in process %d", stage.name, len(done), os.getpid())
+        log.debug("helped %s with %d items in process %d", stage.name, len(done), os.getpid())
         return "ok", done
 
     def claim(self, poster: int) -> int:

@@ -266,7 +266,7 @@ class LocalEngine(Engine):
         for helper in helpers:  # home within help_desk.POLL once the pass is over
             helped = helper.result()
             if helped:
-                log.debug("a worker helped with %d documents", helped)
+                log.debug("a worker helped with %d items", helped)
 
     def summaries(self, job: Job, k: int, records: list[PartitionRecord]) -> Summaries:
         from curate.collective.local import LocalSummaries

@@ -41,6 +41,12 @@ def each(
     return share(stage, items, work, size)
 
 
+def sharing() -> bool:
+    """Whether an engine shares items in this process: `each` is more than a loop (a stage
+    may then cut its work into items it would otherwise do in one call)."""
+    return _SHARE is not None
+
+
 def helps(stage: Any) -> bool:
     """Whether the stage's documents may be shared (it defines `help_with`)."""
     return callable(getattr(stage, "help_with", None))

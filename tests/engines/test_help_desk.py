@@ -214,11 +214,41 @@ def test_a_late_costly_partition_is_shared_and_the_bytes_stay_one_workers(
     for workers in (2, 1):
         folder = tmp_path / f"w{workers}"
         stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "1MB", workers)
-        helped = [int(n) for n in re.findall(r"helped pii with (\d+) documents", stderr)]
+        helped = [int(n) for n in re.findall(r"helped pii with (\d+) items", stderr)]
         assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
         version = folder / "out" / "t" / "v1"
         counters = json.loads((version / "manifest.json").read_text())["stages"][0]["counters"]
         assert counters["documents/analyzed"] + counters.get("documents/skipped", 0) == 74
+        digests[workers] = shard_digests(version)
+    assert digests[2] == digests[1]
+
+
+def test_a_late_long_tokenize_partition_is_shared_and_the_bytes_stay_one_workers(
+    tmp_path: Path,
+) -> None:
+    """The same with tokenize (Mistral's tekken file from the mistral-common wheel): the
+    largest partition starts first and is still encoding when the other worker has done the
+    small ones, which then encodes pieces of its batch; the ids are a 1-worker run's."""
+    tekken = Path(pytest.importorskip("mistral_common").__file__).parent / "data"
+    data = tmp_path / "data"
+    write_jsonl(data / "a-long.jsonl", [
+        {"id": f"l{i}", "text": f"Paragraph {i}. " + " ".join(
+            f"word{(i * 31 + j) % 4999} and {j}," for j in range(2500)
+        )}
+        for i in range(120)
+    ])  # fmt: skip
+    for k in range(3):
+        write_jsonl(data / f"b-{k}.jsonl", corpus(8, prefix=f"b{k}-"))
+    stages = [{"tokenize": {"source": str(tekken / "tekken_240911.json"), "threads": 1}}]
+    digests = {}
+    for workers in (2, 1):
+        folder = tmp_path / f"w{workers}"
+        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages)
+        helped = [int(n) for n in re.findall(r"helped tokenize with (\d+) items", stderr)]
+        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
+        version = folder / "out" / "t" / "v1"
+        manifest = json.loads((version / "manifest.json").read_text())
+        assert manifest["stages"][0]["docs_out"] == 144
         digests[workers] = shard_digests(version)
     assert digests[2] == digests[1]
 

@@ -130,3 +130,45 @@ def test_up_to_date_check_loads_no_tokenizer_library(tmp_path: Path) -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "True []"
+
+
+def test_a_batch_in_pieces_gives_the_ids_of_one_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the engine shares a stage's items (the local engine's help desk), a batch goes
+    through the encoder in pieces, which other workers may encode in any order; the rows,
+    removals and ids are those of one call over the batch."""
+    from curate.stages import shared_work
+    from curate.stages import tokenize as module
+
+    texts = [f"Document {i}: " + "word " * (i % 17) if i % 9 else "" for i in range(120)]
+    texts[5] = None  # type: ignore[call-overload]
+    whole = make().process(batch(texts))
+    done: list[int] = []
+
+    def backwards(stage: object, items: list, work: object, size: object) -> list:  # type: ignore[type-arg]
+        out = [None] * len(items)
+        for i in reversed(range(len(items))):  # another worker's order
+            out[i] = work(items[i])  # type: ignore[operator]
+            done.append(i)
+        return out
+
+    monkeypatch.setattr(module, "PIECE_CHARS", 64)
+    shared_work.install(backwards)
+    try:
+        pieces = make().process(batch(texts))
+    finally:
+        shared_work.install(None)
+    assert len(done) > 10
+    assert pieces.batch.equals(whole.batch)
+    assert pieces.removed is not None and whole.removed is not None
+    assert pieces.removed.equals(whole.removed)
+
+
+def test_pieces_keep_the_texts_in_order_and_reach_their_size() -> None:
+    from curate.stages.tokenize import _pieces
+
+    texts = ["a" * n for n in (3, 0, 5, 9, 1, 1, 1, 20, 2)]
+    pieces = _pieces(texts, 6)
+    assert [t for p in pieces for t in p] == texts
+    assert all(sum(map(len, p)) >= 6 for p in pieces[:-1])
+    assert [len(p) for p in pieces] == [3, 1, 4, 1]  # 3+0+5, 9, 1+1+1+20, 2
+    assert _pieces([], 6) == []
