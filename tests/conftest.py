@@ -46,15 +46,16 @@ def pii_run_verbose(
     partition_size: str,
     workers: int,
     stages: list[dict[str, Any]] | None = None,
+    **recipe_keys: Any,
 ) -> str:
-    """`curate -vv run` of a pii-only recipe (or of `stages`) in a fresh process, in `folder`
-    (made here, with a stage cache of its own); returns its stderr, where the workers' debug
-    lines land. The version is `folder`/out/t/v1."""
+    """`curate -vv run` of a pii-only recipe (or of `stages`, with `recipe_keys` added) in a
+    fresh process, in `folder` (made here, with a stage cache of its own); returns its
+    stderr, where the workers' debug lines land. The version is `folder`/out/t/v1."""
     folder.mkdir()
     recipe = {
         "name": "t", "inputs": [inputs], "id_field": "id", "partition_size": partition_size,
         "stages": stages or [{"pii": {}}], "output": {"root": "out", "fsync": False},
-        "engine": {"workers": workers},
+        "engine": {"workers": workers}, **recipe_keys,
     }  # fmt: skip
     (folder / "recipe.yaml").write_text(yaml.safe_dump(recipe))
     env = {**os.environ, "CURATE_CACHE": str(folder / "cache")}

@@ -16,11 +16,19 @@ counted. A template error removes the conversation: a template's own `raise_exce
 each with the template line, never the message (templates build it from the content);
 so does a rendering over its budget (`curate.chat.budget`: the reason names the budget)
 or one on which the template's code fails (the reason names the exception's type).
+
+At the end of a pass, the local engine's idle workers help a busy one
+(`curate.engines.help_desk`): a batch's conversations are then rendered and encoded in runs
+of about `PIECE_CHARS` characters of content, which they may take (`help_with`). Each
+conversation's outcome depends on it alone, so the rows, ids, masks and reasons are the
+same whichever process computed which run.
 """
 
 from __future__ import annotations
 
 import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from importlib import metadata
 from typing import Any, Literal
@@ -42,6 +50,7 @@ from curate.chat.template import (
 )
 from curate.chat.tokens import (
     ChatTokenizer,
+    Encoded,
     TiktokenOptions,
     Unmappable,
     load_chat_tokenizer,
@@ -54,8 +63,9 @@ from curate.io.batches import ID
 from curate.output.chat_packing import ChatPackSpec
 from curate.output.packing import NUM_TOKENS, TOKENS
 from curate.reasons import NOT_PREFIX_STABLE, template_failure
+from curate.stages import shared_work
 from curate.stages.base import MapStage, StageContext, StageParams, StageResult, rejected_table
-from curate.stages.tokenize import PackParams, id_type
+from curate.stages.tokenize import PIECE_CHARS, PackParams, id_type
 from curate.stats import LOG2, UNIT, Stats
 from curate.tokenizers.encoders import Encoder, library_versions
 from curate.tokenizers.identity import file_digests
@@ -343,27 +353,22 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
         scan every live object and find nothing (a tenth of the stage's time, measured on
         the chat_template benchmark). What cycles a batch makes (a template's exceptions)
         are collected after it."""
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with _no_gc():
             return self._process(batch)
-        finally:
-            if enabled:
-                gc.enable()
 
     def _process(self, batch: pa.RecordBatch) -> StageResult:
-        tok, _, specials = self._loaded()
+        _, _, specials = self._loaded()
         column = batch.column(MESSAGES)
         has_special = _contents_matching(column, specials)
-        texts, spans, rows, removed_rows, reasons = self._rendered(column, has_special)
-        encodings = tok.encode(texts, spans)
-        del texts  # a long conversation's text is freed before its columns are made
+        outcomes = self._every_outcome(column, has_special)
         ids_out, masks_out, kept = [], [], []
+        removed_rows: list[int] = []
+        reasons: list[str] = []
         truncated = 0
-        for row, encoded in zip(rows, encodings, strict=True):
-            if isinstance(encoded, Unmappable):
+        for row, encoded in enumerate(outcomes):
+            if isinstance(encoded, str):  # not rendered, or unmappable: why
                 removed_rows.append(row)
-                reasons.append(str(encoded))  # a curate.reasons.UNMAPPABLE
+                reasons.append(encoded)
                 continue
             ids, mask = encoded.ids, encoded.mask
             if self.params.max_len is not None and len(ids) > self.params.max_len:
@@ -382,10 +387,9 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
             kept.append(row)
         out = self._columns(batch, kept, ids_out, masks_out)
         removed = None
-        if removed_rows:
-            order = np.argsort(removed_rows, kind="stable")
-            gone = batch.column(ID).take(pa.array(np.asarray(removed_rows)[order]))
-            removed = rejected_table(self.name, gone, [reasons[i] for i in order])
+        if removed_rows:  # in row order
+            gone = batch.column(ID).take(pa.array(np.asarray(removed_rows)))
+            removed = rejected_table(self.name, gone, reasons)
         counters = {
             "truncated": truncated,
             "content_has_special_token_text": int(has_special.sum()),
@@ -394,46 +398,68 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
         counters = {k: v for k, v in counters.items() if v}
         return StageResult(out, removed=removed, counters=counters, stats=stats)
 
+    def _every_outcome(self, column: pa.Array, has_special: np.ndarray) -> list[Encoded | str]:
+        """Each conversation's ids and mask, or why it is removed; where the engine shares a
+        stage's items, computed in runs of conversations an idle worker may take. The
+        contents are Python strings only in here (and in the runs' copies a helper gets)."""
+        conversations = column.to_pylist()
+        groups = _groups(column, PIECE_CHARS) if shared_work.sharing() else []
+        if len(groups) < 2:
+            return self._outcomes(conversations, has_special)
+        runs = [(conversations[a:b], has_special[a:b]) for a, b in groups]
+        return [o for run in shared_work.each(self, runs, self.help_with, _size) for o in run]
+
+    def help_with(self, run: tuple[list[Any], np.ndarray]) -> list[Encoded | str]:
+        """A run of a batch's conversations rendered and encoded
+        (`curate.stages.shared_work`): each one's ids and mask, or why it is removed. Any
+        worker that has set this stage up renders with the same template and tokenizer, so
+        it gives the same outcome."""
+        with _no_gc():
+            return self._outcomes(*run)
+
+    def _outcomes(self, conversations: list[Any], has_special: np.ndarray) -> list[Encoded | str]:
+        """Each conversation's ids and mask, or why it is removed, in order."""
+        texts, spans, rows, outcomes = self._rendered(conversations, has_special)
+        encodings = self._loaded()[0].encode(texts, spans)
+        del texts
+        for row, encoded in zip(rows, encodings, strict=True):
+            outcomes[row] = str(encoded) if isinstance(encoded, Unmappable) else encoded
+        return outcomes  # type: ignore[return-value]  # every None is filled now
+
     def _rendered(
-        self, column: pa.Array, has_special: np.ndarray
-    ) -> tuple[list[str], list[list[tuple[int, int]]], list[int], list[int], list[str]]:
+        self, conversations: list[Any], has_special: np.ndarray
+    ) -> tuple[list[str], list[list[tuple[int, int]]], list[int], list[Encoded | str | None]]:
         """Each conversation's text and assistant spans, or why it is removed: the texts,
-        spans and rows rendered, and the rows removed with their reasons. The contents are
-        Python strings only in here."""
+        spans and rows rendered, and an outcome per conversation holding the reason of each
+        one removed (None for the others)."""
         import jinja2
 
         tok = self._loaded()[0]
-        conversations = column.to_pylist()
         texts: list[str] = []
         spans: list[list[tuple[int, int]]] = []
         rows: list[int] = []
-        removed_rows: list[int] = []
-        reasons: list[str] = []
+        outcomes: list[Encoded | str | None] = [None] * len(conversations)
         remove_special = self.params.special_text == "remove"
         for row, messages in enumerate(conversations):
             if remove_special and has_special[row]:
-                removed_rows.append(row)
-                reasons.append("special_token_text_in_content")
+                outcomes[row] = "special_token_text_in_content"
                 continue
             try:
                 marked = tok.marks_content and bool(has_special[row])
                 text, found = self._render(messages, marked=marked)
             except RenderRefused as exc:  # over budget, or the template's code failed
-                removed_rows.append(row)
-                reasons.append(exc.reason)
+                outcomes[row] = exc.reason
                 continue
             except (TemplateRaised, jinja2.exceptions.TemplateError) as exc:
-                removed_rows.append(row)
-                reasons.append(template_failure(exc, raised=isinstance(exc, TemplateRaised)))
+                outcomes[row] = template_failure(exc, raised=isinstance(exc, TemplateRaised))
                 continue
             except NotPrefixStable as exc:
-                removed_rows.append(row)
-                reasons.append(NOT_PREFIX_STABLE(i=exc.message_index))
+                outcomes[row] = NOT_PREFIX_STABLE(i=exc.message_index)
                 continue
             texts.append(text)
             spans.append(found)
             rows.append(row)
-        return texts, spans, rows, removed_rows, reasons
+        return texts, spans, rows, outcomes
 
     def _columns(
         self, batch: pa.RecordBatch, kept: list[int], ids: list[np.ndarray],
@@ -461,6 +487,41 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
             name = LOSS_MASK
         batch = batch.append_column(pa.field(name, column.type), column)
         return batch.append_column(NUM_TOKENS, pa.array(lengths.astype(np.int32)))
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _groups(column: pa.Array, most: int) -> list[tuple[int, int]]:
+    """The batch's conversations in runs of consecutive ones (row ranges) of about `most`
+    characters of content (a longer one is a run of its own)."""
+    chars = pc.utf8_length(pc.struct_field(column.flatten(), "content")).to_numpy(
+        zero_copy_only=False
+    )
+    parents = pc.list_parent_indices(column).to_numpy()
+    sizes = np.bincount(parents, weights=np.nan_to_num(chars), minlength=len(column))
+    out: list[tuple[int, int]] = []
+    start, size = 0, 0.0
+    for row, n in enumerate(sizes.tolist()):
+        size += n
+        if size >= most:
+            out.append((start, row + 1))
+            start, size = row + 1, 0.0
+    if start < len(column):
+        out.append((start, len(column)))
+    return out
+
+
+def _size(run: tuple[list[Any], np.ndarray]) -> int:
+    return sum(len(m.get("content") or "") for messages in run[0] for m in messages or ())
 
 
 def _contents_matching(column: pa.Array, pattern: str) -> np.ndarray:

@@ -253,6 +253,42 @@ def test_a_late_long_tokenize_partition_is_shared_and_the_bytes_stay_one_workers
     assert digests[2] == digests[1]
 
 
+def test_a_late_long_chat_partition_is_shared_and_the_bytes_stay_one_workers(
+    tmp_path: Path,
+) -> None:
+    """The same with chat_template: runs of conversations, and each one's ids and mask (or
+    why it is removed) computed by the helper, come back through the desk's pipes; the
+    shards and the removals are a 1-worker run's."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "chat"))
+    from chat_fixtures import TEMPLATES, chat_tokenizer, conversations
+
+    tokenizer = chat_tokenizer(tmp_path / "tok", TEMPLATES["mistral"], eos_token="</s>")
+    data = tmp_path / "data"
+    convs = conversations(5000, seed=3)  # about 5 MB; mistral's template refuses some
+    write_jsonl(
+        data / "a-long.jsonl", [{"id": f"l{i}", "messages": c} for i, c in enumerate(convs)]
+    )
+    for k in range(3):
+        small = conversations(5, seed=k, system=False)
+        write_jsonl(data / f"b-{k}.jsonl", [{"id": f"b{k}-{i}", "messages": c}
+                                            for i, c in enumerate(small)])  # fmt: skip
+    stages = [{"chat_template": {"source": str(tokenizer), "max_len": 400}}]
+    digests, removed = {}, {}
+    for workers in (2, 1):
+        folder = tmp_path / f"w{workers}"
+        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages,
+                                 chat={"shape": "messages"}, on_error="fail")  # fmt: skip
+        helped = [int(n) for n in re.findall(r"helped chat_template with (\d+) items", stderr)]
+        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
+        version = folder / "out" / "t" / "v1"
+        removed[workers] = json.loads((version / "manifest.json").read_text())["stages"][0][
+            "removed"
+        ]
+        digests[workers] = shard_digests(version)
+    assert digests[2] == digests[1]
+    assert removed[2] == removed[1] and len(removed[1]) >= 2, removed
+
+
 def _serve_from_forkserver(desk: HelpDesk) -> None:
     """A forkserver-started helper: the desk came pickled with it, as to a pool's worker."""
     tasks._READY[KEY] = Doubler()

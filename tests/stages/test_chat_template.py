@@ -507,3 +507,46 @@ def test_tiktoken_ranks_named_tokenizer_model_with_pattern_and_special_tokens(
         turns = [m["content"].strip() + "<|eot_id|>" for m in convo if m["role"] == "assistant"]
         assert all(t.encode() in learned for t in turns)
     assert literal > 3
+
+
+def test_runs_shared_with_other_workers_give_one_calls_rows_and_reasons(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the engine shares a stage's items (the local engine's help desk), a batch's
+    conversations go in runs that other workers may compute in any order, their runs and
+    outcomes crossing a pipe (pickled); the rows, ids, masks, removals and counters are
+    those of one call over the batch."""
+    from curate.stages import chat_template as module
+    from curate.stages import shared_work
+
+    short = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b " * 20}]
+    long = [{"role": "user", "content": "word " * 200}, {"role": "assistant", "content": "ok"}]
+    forged = [{"role": "user", "content": "hi<|im_end|>"}, {"role": "assistant", "content": "x"}]
+    raised = [{"role": "system", "content": "s"}, *short]  # mistral's template raises
+    convs = [*conversations(40), short, long, forged, raised, *conversations(20)]
+    computed: list[int] = []
+
+    def backwards(stage: object, items: list, work: object, size: object) -> list:  # type: ignore[type-arg]
+        out = [None] * len(items)
+        for i in reversed(range(len(items))):  # another worker's order, through a pipe
+            out[i] = pickle.loads(pickle.dumps(work(pickle.loads(pickle.dumps(items[i])))))  # type: ignore[operator]
+            computed.append(i)
+        return out
+
+    cases = (("mistral", {"max_len": 120}, 2), ("chatml", {"special_text": "remove"}, 1))
+    for style, params, kinds in cases:
+        whole = make(tmp_path / f"{style}-1", style, **params).process(batch_of(convs))
+        monkeypatch.setattr(module, "PIECE_CHARS", 200)
+        shared_work.install(backwards)
+        try:
+            computed.clear()
+            runs = make(tmp_path / f"{style}-2", style, **params).process(batch_of(convs))
+        finally:
+            shared_work.install(None)
+            monkeypatch.undo()
+        assert len(computed) > 5
+        assert runs.batch.equals(whole.batch)
+        assert whole.removed is not None and runs.removed is not None
+        assert runs.removed.equals(whole.removed)
+        assert len(set(whole.removed.column("reason").to_pylist())) >= kinds  # removed why
+        assert runs.counters == whole.counters
