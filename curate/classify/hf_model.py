@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,9 @@ import numpy as np
 
 from curate.classify.predictions import Predictions
 from curate.errors import CurateError, shown
+
+ForwardAll = Callable[[list[dict[str, list[Any]]]], list[np.ndarray]]
+"""Runs forward passes: each group's outputs (`HfModel.forward`), in the groups' order."""
 
 _EXTRA = (
     "Hugging Face classifier models need transformers and torch: pip install 'curate[classifier]'"
@@ -121,7 +125,11 @@ class HfModel:
             group.append(i)
         return [*out, group] if group else out
 
-    def predict(self, texts: list[str]) -> Predictions:
+    def predict(self, texts: list[str], forward_all: ForwardAll | None = None) -> Predictions:
+        """Each text's probabilities (or score). The groups are made from `texts` alone;
+        `forward_all` runs their forward passes (default: here, one after the other; the
+        classifier stage hands them to the local engine's idle workers at a pass's end),
+        and each group's outputs depend on that group alone."""
         n = len(texts)
         width = 1 if self.regression else len(self.labels)
         probs = np.zeros((n, width), dtype=np.float32)
@@ -129,18 +137,27 @@ class HfModel:
             encoded = self._tokenizer(texts, truncation=True, max_length=self.max_length)
             ids = encoded["input_ids"]
             order = sorted(range(n), key=lambda i: (len(ids[i]), i))
-            torch = self._torch
-            with torch.inference_mode():
-                for rows in self.groups(order, [len(x) for x in ids]):
-                    group = {k: [encoded[k][i] for i in rows] for k in encoded}
-                    padded = self._tokenizer.pad(group, return_tensors="pt")
-                    padded = {k: v.to(self.device) for k, v in padded.items()}
-                    logits = self._model(**padded).logits.float()
-                    if not self.regression:
-                        logits = logits.sigmoid() if self.multi_label else logits.softmax(-1)
-                    probs[rows] = logits.cpu().numpy()[:, :width]
+            groups = self.groups(order, [len(x) for x in ids])
+            inputs = [{k: [encoded[k][i] for i in rows] for k in encoded} for rows in groups]
+            run = forward_all or (lambda batches: [self.forward(b) for b in batches])
+            for rows, out in zip(groups, run(inputs), strict=True):
+                probs[rows] = out
         top = np.full(n, -1, dtype=np.int64) if self.regression else probs.argmax(axis=1)
         return Predictions(self.labels, probs, top, regression=self.regression)
+
+    def forward(self, group: dict[str, list[Any]]) -> np.ndarray:
+        """One group's forward pass (token ids per document, unpadded): each document's
+        probabilities (or score), float32."""
+        width = 1 if self.regression else len(self.labels)
+        torch = self._torch
+        with torch.inference_mode():
+            padded = self._tokenizer.pad(group, return_tensors="pt")
+            padded = {k: v.to(self.device) for k, v in padded.items()}
+            logits = self._model(**padded).logits.float()
+            if not self.regression:
+                logits = logits.sigmoid() if self.multi_label else logits.softmax(-1)
+            out: np.ndarray = logits.cpu().numpy()[:, :width]
+        return out
 
 
 def declared_dtype(config: dict[str, Any]) -> str:

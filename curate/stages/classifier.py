@@ -22,19 +22,27 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.classify.hf_model import config_labels, declared_dtype, model_max_length, read_config
+from curate.classify.hf_model import (
+    HfModel,
+    config_labels,
+    declared_dtype,
+    model_max_length,
+    read_config,
+)
 from curate.classify.inspect import ScoreReport, score_report
 from curate.classify.params import ClassifierParams, combined
 from curate.classify.predictions import Predictions, check_label
 from curate.classify.source import ModelSource, resolve_model
 from curate.io.batches import ID
 from curate.reasons import CLASSIFIER_ABOVE, CLASSIFIER_BELOW, CLASSIFIER_LABEL
+from curate.stages import shared_work
 from curate.stages.base import MapStage, StageResult, rejected_table
 from curate.stats import UNIT, Stats, linear
 
@@ -42,6 +50,12 @@ REGRESSION = linear(0.0, 5.0, 20)
 """A regression model's scores (FineWeb-Edu's 0-5 scale) in twenty bins of 0.25."""
 
 _REASON_CODE = re.compile(r"[^A-Za-z0-9_.\-]")
+
+
+def _padded_size(item: tuple[int, dict[str, list[Any]]]) -> int:
+    """A forward pass's cost: its documents padded to the longest."""
+    ids = item[1]["input_ids"]
+    return len(ids) * max(map(len, ids), default=0)
 
 
 def _set(batch: pa.RecordBatch, name: str, values: pa.Array) -> pa.RecordBatch:
@@ -140,7 +154,6 @@ class Classifier(MapStage[ClassifierParams]):
 
     def setup(self) -> None:
         from curate.classify.fasttext_model import FastTextModel
-        from curate.classify.hf_model import HfModel
 
         models: list[FastTextModel | HfModel] = []
         threads = self.params.threads or max(1, pa.cpu_count())
@@ -160,10 +173,35 @@ class Classifier(MapStage[ClassifierParams]):
         self._models = models
 
     def predict(self, texts: list[str]) -> list[Predictions]:
-        """Each model's predictions for the texts (what inspect-filter shows too)."""
+        """Each model's predictions for the texts (what inspect-filter shows too). Where the
+        engine shares a stage's items (the local engine's help desk), a Hugging Face model's
+        forward passes, one per group of documents batched by length, are items idle
+        workers may take: the groups are made from the batch alone and each one's outputs
+        depend on it alone, so the scores are the same whoever computed them."""
         if getattr(self, "_models", None) is None:
             self.setup()
-        return [model.predict(texts) for model in self._models]
+        out = []
+        for m, model in enumerate(self._models):
+            if isinstance(model, HfModel) and shared_work.sharing():
+                out.append(model.predict(texts, partial(self._share_forward, m)))
+            else:
+                out.append(model.predict(texts))
+        return out
+
+    def _share_forward(self, m: int, groups: list[dict[str, list[Any]]]) -> list[np.ndarray]:
+        items = [(m, group) for group in groups]
+        return shared_work.each(self, items, self.help_with, _padded_size)
+
+    def help_with(self, item: tuple[int, dict[str, list[Any]]]) -> np.ndarray:
+        """One forward pass of model `m` over a group of documents
+        (`curate.stages.shared_work`); any worker that has set this stage up loaded the
+        same model files with the same threads, so it gives the same outputs."""
+        if getattr(self, "_models", None) is None:
+            self.setup()
+        m, group = item
+        model = self._models[m]
+        assert isinstance(model, HfModel)
+        return model.forward(group)
 
     def score_report(
         self, batch: pa.RecordBatch, ids: list[str], texts: list[str], examples: int

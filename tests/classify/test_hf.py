@@ -120,3 +120,36 @@ def test_a_regression_models_scores_are_bucketed(tmp_path: Path) -> None:
     stats = json.loads((version.path / "statistics.json").read_text())
     found = json.dumps(stats)
     assert '"classifier_buckets/edu_score"' in found and '"hi": 5.0' in found
+
+
+def test_forward_passes_shared_with_other_workers_give_the_same_bytes(
+    bert: Path, tmp_path: Path
+) -> None:
+    """Where the engine shares a stage's items (the local engine's help desk), each forward
+    pass (one group of documents batched by length) is an item another worker may compute,
+    in any order, its input and output crossing a pipe (pickled): the scores are bit for
+    bit those of one worker, with the same groups."""
+    import pickle
+
+    from curate.stages import shared_work
+
+    texts = [t for _, t in DOCS[:300]]
+    models = [{"model": str(bert), "name": "edu", "batch_size": 16}]
+    alone = run_stage({"models": models, "min_score": 0.4}, texts)
+    computed: list[int] = []
+
+    def backwards(stage: object, items: list, work: object, size: object) -> list:  # type: ignore[type-arg]
+        out = [None] * len(items)
+        for i in sorted(range(len(items)), key=lambda i: -size(items[i])):  # type: ignore[operator]
+            out[i] = pickle.loads(pickle.dumps(work(pickle.loads(pickle.dumps(items[i])))))  # type: ignore[operator]
+            computed.append(i)
+        return out
+
+    shared_work.install(backwards)
+    try:
+        shared = run_stage({"models": models, "min_score": 0.4}, texts)
+    finally:
+        shared_work.install(None)
+    assert len(computed) > 10 and computed != sorted(computed)
+    assert shared.equals(alone)
+    assert 0 < alone.num_rows < len(texts)  # the bound removed some

@@ -289,6 +289,39 @@ def test_a_late_long_chat_partition_is_shared_and_the_bytes_stay_one_workers(
     assert removed[2] == removed[1] and len(removed[1]) >= 2, removed
 
 
+def test_a_late_long_classifier_partition_is_shared_and_the_bytes_stay_one_workers(
+    tmp_path: Path,
+) -> None:
+    """The same with a Hugging Face classifier (a one-layer BERT built here): its forward
+    passes, one per group of documents batched by length, are computed by the helper too;
+    the scores, and so the shards, are a 1-worker run's to the bit."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "classify"))
+    from bert_model import build_model
+    from labelled_docs import labelled_documents
+
+    docs = labelled_documents()
+    model = build_model(tmp_path / "bert", docs[:64], layers=1, steps=2, max_length=64, hidden=96)
+    data = tmp_path / "data"
+    texts = [t for _, t in docs]
+    write_jsonl(data / "a-long.jsonl", [{"id": f"l{i}", "text": texts[i % len(texts)] + f" {i}"}
+                                        for i in range(2400)])  # fmt: skip
+    for k in range(3):
+        write_jsonl(data / f"b-{k}.jsonl", corpus(8, prefix=f"b{k}-"))
+    spec = {"model": str(model), "name": "edu", "batch_size": 16}
+    stages = [{"classifier": {"models": [spec], "threads": 1}}]
+    digests = {}
+    for workers in (2, 1):
+        folder = tmp_path / f"w{workers}"
+        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages)
+        helped = [int(n) for n in re.findall(r"helped classifier with (\d+) items", stderr)]
+        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
+        version = folder / "out" / "t" / "v1"
+        digests[workers] = shard_digests(version)
+    assert digests[2] == digests[1]  # the score column included
+
+
 def _serve_from_forkserver(desk: HelpDesk) -> None:
     """A forkserver-started helper: the desk came pickled with it, as to a pool's worker."""
     tasks._READY[KEY] = Doubler()
