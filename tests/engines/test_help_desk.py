@@ -223,6 +223,22 @@ def test_a_late_costly_partition_is_shared_and_the_bytes_stay_one_workers(
     assert digests[2] == digests[1]
 
 
+def _helped_then_alone(
+    tmp_path: Path, data: Path, stage: str, stages: list[dict[str, Any]], **recipe_keys: Any
+) -> dict[int, Path]:
+    """`curate -vv run` of `stages` on data/*.jsonl with 2 workers, where a worker must
+    have helped with `stage`, then with 1, where none can; each run's version folder."""
+    versions = {}
+    for workers in (2, 1):
+        folder = tmp_path / f"w{workers}"
+        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages,
+                                 **recipe_keys)  # fmt: skip
+        helped = [int(n) for n in re.findall(rf"helped {stage} with (\d+) items", stderr)]
+        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
+        versions[workers] = folder / "out" / "t" / "v1"
+    return versions
+
+
 def test_a_late_long_tokenize_partition_is_shared_and_the_bytes_stay_one_workers(
     tmp_path: Path,
 ) -> None:
@@ -240,17 +256,10 @@ def test_a_late_long_tokenize_partition_is_shared_and_the_bytes_stay_one_workers
     for k in range(3):
         write_jsonl(data / f"b-{k}.jsonl", corpus(8, prefix=f"b{k}-"))
     stages = [{"tokenize": {"source": str(tekken / "tekken_240911.json"), "threads": 1}}]
-    digests = {}
-    for workers in (2, 1):
-        folder = tmp_path / f"w{workers}"
-        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages)
-        helped = [int(n) for n in re.findall(r"helped tokenize with (\d+) items", stderr)]
-        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
-        version = folder / "out" / "t" / "v1"
-        manifest = json.loads((version / "manifest.json").read_text())
-        assert manifest["stages"][0]["docs_out"] == 144
-        digests[workers] = shard_digests(version)
-    assert digests[2] == digests[1]
+    versions = _helped_then_alone(tmp_path, data, "tokenize", stages)
+    for version in versions.values():
+        assert json.loads((version / "manifest.json").read_text())["stages"][0]["docs_out"] == 144
+    assert shard_digests(versions[2]) == shard_digests(versions[1])
 
 
 def test_a_late_long_chat_partition_is_shared_and_the_bytes_stay_one_workers(
@@ -273,19 +282,11 @@ def test_a_late_long_chat_partition_is_shared_and_the_bytes_stay_one_workers(
         write_jsonl(data / f"b-{k}.jsonl", [{"id": f"b{k}-{i}", "messages": c}
                                             for i, c in enumerate(small)])  # fmt: skip
     stages = [{"chat_template": {"source": str(tokenizer), "max_len": 400}}]
-    digests, removed = {}, {}
-    for workers in (2, 1):
-        folder = tmp_path / f"w{workers}"
-        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages,
-                                 chat={"shape": "messages"}, on_error="fail")  # fmt: skip
-        helped = [int(n) for n in re.findall(r"helped chat_template with (\d+) items", stderr)]
-        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
-        version = folder / "out" / "t" / "v1"
-        removed[workers] = json.loads((version / "manifest.json").read_text())["stages"][0][
-            "removed"
-        ]
-        digests[workers] = shard_digests(version)
-    assert digests[2] == digests[1]
+    versions = _helped_then_alone(tmp_path, data, "chat_template", stages,
+                                  chat={"shape": "messages"}, on_error="fail")  # fmt: skip
+    removed = {w: json.loads((v / "manifest.json").read_text())["stages"][0]["removed"]
+               for w, v in versions.items()}  # fmt: skip
+    assert shard_digests(versions[2]) == shard_digests(versions[1])
     assert removed[2] == removed[1] and len(removed[1]) >= 2, removed
 
 
@@ -311,15 +312,8 @@ def test_a_late_long_classifier_partition_is_shared_and_the_bytes_stay_one_worke
         write_jsonl(data / f"b-{k}.jsonl", corpus(8, prefix=f"b{k}-"))
     spec = {"model": str(model), "name": "edu", "batch_size": 16}
     stages = [{"classifier": {"models": [spec], "threads": 1}}]
-    digests = {}
-    for workers in (2, 1):
-        folder = tmp_path / f"w{workers}"
-        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages)
-        helped = [int(n) for n in re.findall(r"helped classifier with (\d+) items", stderr)]
-        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
-        version = folder / "out" / "t" / "v1"
-        digests[workers] = shard_digests(version)
-    assert digests[2] == digests[1]  # the score column included
+    versions = _helped_then_alone(tmp_path, data, "classifier", stages)
+    assert shard_digests(versions[2]) == shard_digests(versions[1])  # the scores included
 
 
 def _serve_from_forkserver(desk: HelpDesk) -> None:
