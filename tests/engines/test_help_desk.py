@@ -192,6 +192,27 @@ def test_every_slot_taken_leaves_a_worker_without_a_desk() -> None:
         help_desk.join(None)
 
 
+def _helped_then_alone(
+    tmp_path: Path,
+    data: Path,
+    stage: str,
+    stages: list[dict[str, Any]] | None,
+    **recipe_keys: Any,
+) -> dict[int, Path]:
+    """`curate -vv run` of `stages` (default: pii) on data/*.jsonl, each file one partition,
+    with 2 workers, where a worker must have helped with `stage`, then with 1, where none
+    can; each run's version folder."""
+    versions = {}
+    for workers in (2, 1):
+        folder = tmp_path / f"w{workers}"
+        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages,
+                                 **recipe_keys)  # fmt: skip
+        helped = [int(n) for n in re.findall(rf"helped {stage} with (\d+) items", stderr)]
+        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
+        versions[workers] = folder / "out" / "t" / "v1"
+    return versions
+
+
 def test_a_late_costly_partition_is_shared_and_the_bytes_stay_one_workers(
     tmp_path: Path,
 ) -> None:
@@ -210,33 +231,11 @@ def test_a_late_costly_partition_is_shared_and_the_bytes_stay_one_workers(
     write_jsonl(data / "a-tables.jsonl", rows)
     for k in range(3):
         write_jsonl(data / f"b-{k}.jsonl", corpus(8, prefix=f"b{k}-"))
-    digests = {}
-    for workers in (2, 1):
-        folder = tmp_path / f"w{workers}"
-        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "1MB", workers)
-        helped = [int(n) for n in re.findall(r"helped pii with (\d+) items", stderr)]
-        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
-        version = folder / "out" / "t" / "v1"
+    versions = _helped_then_alone(tmp_path, data, "pii", None)  # each file one partition
+    for version in versions.values():
         counters = json.loads((version / "manifest.json").read_text())["stages"][0]["counters"]
         assert counters["documents/analyzed"] + counters.get("documents/skipped", 0) == 74
-        digests[workers] = shard_digests(version)
-    assert digests[2] == digests[1]
-
-
-def _helped_then_alone(
-    tmp_path: Path, data: Path, stage: str, stages: list[dict[str, Any]], **recipe_keys: Any
-) -> dict[int, Path]:
-    """`curate -vv run` of `stages` on data/*.jsonl with 2 workers, where a worker must
-    have helped with `stage`, then with 1, where none can; each run's version folder."""
-    versions = {}
-    for workers in (2, 1):
-        folder = tmp_path / f"w{workers}"
-        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages,
-                                 **recipe_keys)  # fmt: skip
-        helped = [int(n) for n in re.findall(rf"helped {stage} with (\d+) items", stderr)]
-        assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]
-        versions[workers] = folder / "out" / "t" / "v1"
-    return versions
+    assert shard_digests(versions[2]) == shard_digests(versions[1])
 
 
 def test_a_late_long_tokenize_partition_is_shared_and_the_bytes_stay_one_workers(
