@@ -40,7 +40,7 @@ def write_recipe(folder: Path, **overrides: Any) -> Path:
     return path
 
 
-def pii_run_verbose(
+def run_verbose(
     folder: Path,
     inputs: str,
     partition_size: str,

@@ -403,19 +403,21 @@ class ChatTemplate(MapStage[ChatTemplateParams]):
         stage's items, computed in runs of conversations an idle worker may take. The
         contents are Python strings only in here (and in the runs' copies a helper gets)."""
         conversations = column.to_pylist()
-        groups = _groups(column, PIECE_CHARS) if shared_work.sharing() else []
-        if len(groups) < 2:
+        sizes = _content_chars(column) if shared_work.sharing() else np.empty(0)
+        cuts = shared_work.runs(sizes.tolist(), PIECE_CHARS)
+        if len(cuts) < 2:
             return self._outcomes(conversations, has_special)
-        runs = [(conversations[a:b], has_special[a:b]) for a, b in groups]
+        runs = [(conversations[a:b], has_special[a:b], int(sizes[a:b].sum())) for a, b in cuts]
         return [o for run in shared_work.each(self, runs, self.help_with, _size) for o in run]
 
-    def help_with(self, run: tuple[list[Any], np.ndarray]) -> list[Encoded | str]:
+    def help_with(self, run: tuple[list[Any], np.ndarray, int]) -> list[Encoded | str]:
         """A run of a batch's conversations rendered and encoded
         (`curate.stages.shared_work`): each one's ids and mask, or why it is removed. Any
         worker that has set this stage up renders with the same template and tokenizer, so
         it gives the same outcome."""
+        conversations, has_special, _ = run
         with _no_gc():
-            return self._outcomes(*run)
+            return self._outcomes(conversations, has_special)
 
     def _outcomes(self, conversations: list[Any], has_special: np.ndarray) -> list[Encoded | str]:
         """Each conversation's ids and mask, or why it is removed, in order."""
@@ -500,28 +502,17 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _groups(column: pa.Array, most: int) -> list[tuple[int, int]]:
-    """The batch's conversations in runs of consecutive ones (row ranges) of about `most`
-    characters of content (a longer one is a run of its own)."""
+def _content_chars(column: pa.Array) -> np.ndarray:
+    """Each conversation's characters of content (what rendering and encoding it costs)."""
     chars = pc.utf8_length(pc.struct_field(column.flatten(), "content")).to_numpy(
         zero_copy_only=False
     )
     parents = pc.list_parent_indices(column).to_numpy()
-    sizes = np.bincount(parents, weights=np.nan_to_num(chars), minlength=len(column))
-    out: list[tuple[int, int]] = []
-    start, size = 0, 0.0
-    for row, n in enumerate(sizes.tolist()):
-        size += n
-        if size >= most:
-            out.append((start, row + 1))
-            start, size = row + 1, 0.0
-    if start < len(column):
-        out.append((start, len(column)))
-    return out
+    return np.bincount(parents, weights=np.nan_to_num(chars), minlength=len(column))
 
 
-def _size(run: tuple[list[Any], np.ndarray]) -> int:
-    return sum(len(m.get("content") or "") for messages in run[0] for m in messages or ())
+def _size(run: tuple[list[Any], np.ndarray, int]) -> int:
+    return run[2]
 
 
 def _contents_matching(column: pa.Array, pattern: str) -> np.ndarray:

@@ -178,17 +178,23 @@ class Classifier(MapStage[ClassifierParams]):
         forward passes, one per group of documents batched by length, are items idle
         workers may take: the groups are made from the batch alone and each one's outputs
         depend on it alone, so the scores are the same whoever computed them."""
+        return [
+            model.predict(texts, partial(self._share_forward, m))
+            if isinstance(model, HfModel)
+            else model.predict(texts)
+            for m, model in enumerate(self._loaded())
+        ]
+
+    def _loaded(self) -> list[Any]:
+        """The models, loaded here first where `setup()` has not run (inspect-filter)."""
         if getattr(self, "_models", None) is None:
             self.setup()
-        out = []
-        for m, model in enumerate(self._models):
-            if isinstance(model, HfModel) and shared_work.sharing():
-                out.append(model.predict(texts, partial(self._share_forward, m)))
-            else:
-                out.append(model.predict(texts))
-        return out
+        models: list[Any] = self._models
+        return models
 
     def _share_forward(self, m: int, groups: list[dict[str, list[Any]]]) -> list[np.ndarray]:
+        """Model `m`'s forward passes, as items idle workers may take (where nothing shares
+        them, a loop: the same passes on the same groups either way)."""
         items = [(m, group) for group in groups]
         return shared_work.each(self, items, self.help_with, _padded_size)
 
@@ -196,10 +202,8 @@ class Classifier(MapStage[ClassifierParams]):
         """One forward pass of model `m` over a group of documents
         (`curate.stages.shared_work`); any worker that has set this stage up loaded the
         same model files with the same threads, so it gives the same outputs."""
-        if getattr(self, "_models", None) is None:
-            self.setup()
         m, group = item
-        model = self._models[m]
+        model = self._loaded()[m]
         assert isinstance(model, HfModel)
         return model.forward(group)
 

@@ -11,7 +11,7 @@ Kept apart from the engines, so a stage's code hash does not cover engine code.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -39,6 +39,23 @@ def each(
     if share is None or len(items) < 2:
         return [work(item) for item in items]
     return share(stage, items, work, size)
+
+
+def runs(sizes: Iterable[float], most: float) -> list[tuple[int, int]]:
+    """Consecutive items in runs (start, stop) of about `most` in total size, an item of
+    that size or more being a run of its own: how a stage whose items are too small to
+    share one by one (a document's tokens) cuts a batch into items worth handing over."""
+    out: list[tuple[int, int]] = []
+    start = stop = 0
+    total = 0.0
+    for stop, size in enumerate(sizes, 1):
+        total += size
+        if total >= most:
+            out.append((start, stop))
+            start, total = stop, 0.0
+    if start < stop:
+        out.append((start, stop))
+    return out
 
 
 def sharing() -> bool:

@@ -187,8 +187,10 @@ class Tokenize(MapStage[TokenizeParams]):
         policy = self.policy()
         i = batch.schema.get_field_index(self.text_field)
         texts = [t or "" for t in batch.column(i).to_pylist()]
-        pieces = _pieces(texts, PIECE_CHARS * enc.threads) if shared_work.sharing() else []
-        if len(pieces) > 1:
+        most = PIECE_CHARS * enc.threads
+        cuts = shared_work.runs(map(len, texts), most) if shared_work.sharing() else []
+        if len(cuts) > 1:
+            pieces = [texts[a:b] for a, b in cuts]
             done = shared_work.each(self, pieces, self.help_with, _chars)
             flat = np.concatenate([ids for ids, _ in done])
             lengths = np.concatenate([n for _, n in done])
@@ -217,21 +219,6 @@ class Tokenize(MapStage[TokenizeParams]):
         text's length. Any worker that has set this stage up loads the same tokenizer from
         the same files, so it gives the same ids."""
         return self.encoder().encode(texts)
-
-
-def _pieces(texts: list[str], most: int) -> list[list[str]]:
-    """The texts in runs of consecutive ones of about `most` characters (a longer text is
-    a run of its own)."""
-    out: list[list[str]] = []
-    start = size = 0
-    for i, text in enumerate(texts):
-        size += len(text)
-        if size >= most:
-            out.append(texts[start : i + 1])
-            start, size = i + 1, 0
-    if start < len(texts):
-        out.append(texts[start:])
-    return out
 
 
 def _chars(texts: list[str]) -> int:

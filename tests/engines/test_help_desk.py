@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus, pii_run_verbose, shard_digests, write_jsonl
+from conftest import corpus, run_verbose, shard_digests, write_jsonl
 
 from curate.engines import help_desk, tasks
 from curate.engines.help_desk import HelpDesk
@@ -205,7 +205,7 @@ def _helped_then_alone(
     versions = {}
     for workers in (2, 1):
         folder = tmp_path / f"w{workers}"
-        stderr = pii_run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages,
+        stderr = run_verbose(folder, str(data / "*.jsonl"), "64MB", workers, stages,
                                  **recipe_keys)  # fmt: skip
         helped = [int(n) for n in re.findall(rf"helped {stage} with (\d+) items", stderr)]
         assert (sum(helped) > 0) == (workers == 2), stderr[-3000:]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import corpus, pii_run_verbose, shard_digests, write_jsonl
+from conftest import corpus, run_verbose, shard_digests, write_jsonl
 
 from curate.engines import tasks
 from curate.engines.memo_exchange import HEADER, MemoExchange
@@ -204,7 +204,7 @@ def test_a_two_worker_run_shares_pii_memos_and_writes_one_workers_bytes(
     digests = {}
     for workers in (2, 1):
         folder = tmp_path / f"w{workers}"
-        stderr = pii_run_verbose(folder, str(tmp_path / "data" / "a.jsonl"), "4KB", workers)
+        stderr = run_verbose(folder, str(tmp_path / "data" / "a.jsonl"), "4KB", workers)
         took = re.findall(r"took in what pii learnt in process (\d+)", stderr)
         assert bool(took) == (workers == 2), stderr[-3000:]
         digests[workers] = shard_digests(folder / "out" / "t" / "v1")

@@ -164,11 +164,11 @@ def test_a_batch_in_pieces_gives_the_ids_of_one_call(monkeypatch: pytest.MonkeyP
 
 
 def test_pieces_keep_the_texts_in_order_and_reach_their_size() -> None:
-    from curate.stages.tokenize import _pieces
+    from curate.stages.shared_work import runs
 
     texts = ["a" * n for n in (3, 0, 5, 9, 1, 1, 1, 20, 2)]
-    pieces = _pieces(texts, 6)
+    pieces = [texts[a:b] for a, b in runs(map(len, texts), 6)]
     assert [t for p in pieces for t in p] == texts
     assert all(sum(map(len, p)) >= 6 for p in pieces[:-1])
     assert [len(p) for p in pieces] == [3, 1, 4, 1]  # 3+0+5, 9, 1+1+1+20, 2
-    assert _pieces([], 6) == []
+    assert runs([], 6) == []
